@@ -1,0 +1,21 @@
+"""aiokafka_lite: an asyncio-native Kafka producer, a drop-in for aiokafka's AIOKafkaProducer."""
+
+from ._version import __version__
+from .admin import NewTopic, create_topics
+from .config import ProducerConfig
+from .errors import KafkaError, KafkaTimeoutError
+from .producer import AIOKafkaProducer, BatchBuilder
+from .structs import RecordMetadata, TopicPartition
+
+__all__ = [
+    "AIOKafkaProducer",
+    "BatchBuilder",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "NewTopic",
+    "ProducerConfig",
+    "RecordMetadata",
+    "TopicPartition",
+    "__version__",
+    "create_topics",
+]

@@ -1,0 +1,427 @@
+"""Per-partition queues of record batches, with a shared memory budget.
+
+Java's ``RecordAccumulator`` and ``BufferPool``, rebuilt for one event loop:
+
+* Each partition has a :class:`PartitionQueue`: a deque of batches whose last
+  one is open for appends. A deque, not an ``asyncio.Queue``: a retried batch
+  must go back to the *front*, and the sender polls partitions for readiness
+  rather than awaiting each one.
+* Appending is synchronous and lean: two dict lookups, one encode into the open
+  batch's buffer, one future. The sender is woken only when a batch is created
+  or fills, never per record.
+* ``buffer_memory`` bounds the bytes actually buffered (not a whole
+  ``batch_size`` per open batch, which makes Java's pool scale with the number
+  of partitions). When it is used up, :meth:`RecordAccumulator.append_wait`
+  queues the caller FIFO and reserves memory for it as batches complete; a
+  waiting caller also makes every batch sendable at once (Java's "exhausted").
+* Only partitions holding batches are visited by :meth:`ready`, so its cost
+  follows the data buffered, not the number of topics or partitions known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import KafkaError, KafkaTimeoutError, RecordTooLargeError
+from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
+from .structs import RecordMetadata, TopicPartition
+
+__all__ = ["PartitionQueue", "ProducerBatch", "RecordAccumulator"]
+
+TIMESTAMP_CREATE_TIME = 0
+TIMESTAMP_LOG_APPEND_TIME = 1
+
+
+class ProducerBatch(RecordBatchBuilder):
+    """A record batch plus what the producer needs to track its delivery."""
+
+    __slots__ = (
+        "attempts",
+        "created",
+        "done",
+        "full",
+        "futures",
+        "memory",
+        "queue",
+        "retry_at",
+        "timestamps",
+    )
+
+    def __init__(
+        self, queue: PartitionQueue, base_timestamp: int, now: float, done: asyncio.Future[None]
+    ) -> None:
+        super().__init__(base_timestamp)
+        self.queue = queue
+        self.futures: list[asyncio.Future[RecordMetadata]] = []
+        self.timestamps: list[int] = []
+        self.created = now
+        self.retry_at = 0.0
+        self.attempts = 0
+        self.full = False  # no more appends: filled up, or drained for sending
+        self.memory = 0  # bytes of buffer_memory this batch holds
+        self.done = done  # resolved when every record's future is
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self.queue.tp
+
+    def complete(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
+        topic, partition = tp = self.queue.tp
+        if log_append_time != -1:
+            ts_type = TIMESTAMP_LOG_APPEND_TIME
+            timestamps: Sequence[int] = [log_append_time] * len(self.futures)
+        else:
+            ts_type = TIMESTAMP_CREATE_TIME
+            timestamps = self.timestamps
+        offset = base_offset
+        for fut, ts in zip(self.futures, timestamps, strict=True):
+            if not fut.done():
+                fut.set_result(
+                    RecordMetadata(topic, partition, tp, offset, ts, ts_type, log_start_offset)
+                )
+            if base_offset >= 0:  # acks=0 reports -1 for every record
+                offset += 1
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def fail(self, exc: BaseException) -> None:
+        for fut in self.futures:
+            if not fut.done():
+                fut.set_exception(exc)
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def __repr__(self) -> str:
+        topic, partition = self.queue.tp
+        return f"<ProducerBatch {topic}[{partition}] records={self.count} bytes={len(self.buf)}>"
+
+
+class PartitionQueue:
+    """The batches of one partition, oldest first; the last may be open."""
+
+    __slots__ = ("batches", "in_flight", "tp")
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.tp = TopicPartition(topic, partition)
+        self.batches: collections.deque[ProducerBatch] = collections.deque()
+        self.in_flight = 0
+
+
+class RecordAccumulator:
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        linger_ms: float,
+        buffer_memory: int,
+        delivery_timeout_ms: float,
+        max_in_flight_per_partition: int,
+        wakeup: Callable[[], None],
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._batch_size = batch_size
+        self._linger = linger_ms / 1000
+        self._delivery_timeout = delivery_timeout_ms / 1000
+        self._max_in_flight = max_in_flight_per_partition
+        self._wakeup = wakeup
+        self._queues: dict[str, dict[int, PartitionQueue]] = {}
+        self._nonempty: dict[PartitionQueue, None] = {}  # insertion-ordered set
+        self._incomplete: set[ProducerBatch] = set()
+        self.limit = buffer_memory
+        self.used = 0
+        self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
+        self._flushing = 0
+        self.closing = False
+
+    # -- appending ----------------------------------------------------------------
+
+    def queue_for(self, topic: str, partition: int) -> PartitionQueue:
+        parts = self._queues.get(topic)
+        if parts is None:
+            parts = self._queues[topic] = {}
+        q = parts.get(partition)
+        if q is None:
+            q = parts[partition] = PartitionQueue(topic, partition)
+        return q
+
+    def try_append(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        size: int,
+    ) -> asyncio.Future[RecordMetadata] | None:
+        """Append at once, or return None if ``size`` more bytes would exceed the budget."""
+        if self.used + size > self.limit or self._waiters:
+            return None
+        return self._append(topic, partition, timestamp, key, value, headers, 0)
+
+    def _append(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        reserved: int,
+    ) -> asyncio.Future[RecordMetadata]:
+        try:
+            q = self._queues[topic][partition]
+        except KeyError:
+            q = self.queue_for(topic, partition)
+        batches = q.batches
+        added = 0
+        if batches:
+            batch = batches[-1]
+            if not batch.full:
+                added = batch.append(timestamp, key, value, headers, self._batch_size)
+                if not added:
+                    batch.full = True
+        else:
+            self._nonempty[q] = None
+        if not added:
+            batch = ProducerBatch(q, timestamp, time.monotonic(), self._loop.create_future())
+            batches.append(batch)
+            self._incomplete.add(batch)
+            added = BATCH_HEADER_SIZE + batch.append(
+                timestamp, key, value, headers, self._batch_size
+            )
+            # A new batch starts a linger timer, or the old one filled up: the
+            # sender has something to schedule either way.
+            self._wakeup()
+        batch.memory += added
+        self.used += added - reserved
+        fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
+        batch.futures.append(fut)
+        batch.timestamps.append(timestamp)
+        return fut
+
+    async def append_wait(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        size: int,
+        timeout: float,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
+        await self._reserve(size, topic, timeout)
+        return self._append(topic, partition, timestamp, key, value, headers, size)
+
+    async def append_built(
+        self, topic: str, partition: int, builder: RecordBatchBuilder, timeout: float
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue a batch the user built (``send_batch``) as one unit with one future."""
+        size = len(builder.buf)
+        if self.used + size > self.limit or self._waiters:
+            await self._reserve(size, topic, timeout)
+        else:
+            self.used += size
+        q = self.queue_for(topic, partition)
+        batch = ProducerBatch(
+            q, builder.base_timestamp, time.monotonic(), self._loop.create_future()
+        )
+        batch.buf, batch.count, batch.max_timestamp = (
+            builder.buf,
+            builder.count,
+            builder.max_timestamp,
+        )
+        batch.full = True
+        batch.memory = size
+        fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
+        batch.futures.append(fut)
+        batch.timestamps.append(builder.base_timestamp)
+        # Behind any open batch, which then takes no more records: order is kept.
+        q.batches.append(batch)
+        self._nonempty[q] = None
+        self._incomplete.add(batch)
+        self._wakeup()
+        return fut
+
+    async def _reserve(self, size: int, topic: str, timeout: float) -> None:
+        """Wait in line until ``size`` bytes of the budget are reserved for the caller."""
+        if size > self.limit:
+            raise RecordTooLargeError(
+                f"a record of about {size} bytes for {topic} cannot fit in buffer_memory "
+                f"({self.limit} bytes)"
+            )
+        grant: asyncio.Future[None] = self._loop.create_future()
+        entry = (size, grant)
+        self._waiters.append(entry)
+        self._grant()
+        self._wakeup()  # a waiter makes every batch sendable: free memory quickly
+        try:
+            async with asyncio.timeout(timeout):
+                await grant
+        except TimeoutError:
+            self._abandon(entry)
+            raise KafkaTimeoutError(
+                f"buffer_memory ({self.limit} bytes) stayed full for max_block_ms "
+                f"({timeout * 1000:.0f} ms) while sending to {topic}"
+            ) from None
+        except BaseException:
+            self._abandon(entry)  # cancelled, or the producer is closing
+            raise
+
+    def _abandon(self, entry: tuple[int, asyncio.Future[None]]) -> None:
+        size, grant = entry
+        if grant.done() and not grant.cancelled() and grant.exception() is None:
+            self._release(size)  # reserved for us, but we will not use it
+        else:
+            if entry in self._waiters:
+                self._waiters.remove(entry)
+            self._grant()  # the waiter behind us may fit now
+
+    def _grant(self) -> None:
+        """Reserve memory for waiters at the head of the queue, in order."""
+        waiters = self._waiters
+        while waiters:
+            size, grant = waiters[0]
+            if self.used + size > self.limit:
+                return
+            waiters.popleft()
+            self.used += size
+            grant.set_result(None)
+
+    def _release(self, n: int) -> None:
+        self.used -= n
+        if self._waiters:
+            self._grant()
+
+    @property
+    def waiting_for_memory(self) -> int:
+        return len(self._waiters)
+
+    # -- the sender's view ---------------------------------------------------------
+
+    def has_pending(self) -> bool:
+        return bool(self._nonempty)
+
+    def has_incomplete(self) -> bool:
+        return bool(self._incomplete)
+
+    def ready(
+        self, partitions_by_topic: dict[str, Any], now: float
+    ) -> tuple[dict[int, list[PartitionQueue]], float, bool, list[ProducerBatch]]:
+        """Find partitions with a sendable batch, grouped by leader.
+
+        Returns ``(ready by node, seconds until the next batch becomes sendable,
+        whether some partition's leader is unknown, batches that expired)``.
+        """
+        ready: dict[int, list[PartitionQueue]] = {}
+        next_delay = 3600.0
+        unknown_leader = False
+        expired: list[ProducerBatch] = []
+        force = bool(self._flushing or self.closing or self._waiters)
+        linger = self._linger
+        for q in list(self._nonempty):
+            batches = q.batches
+            self._expire(q, now, expired)
+            if not batches:
+                continue
+            if q.in_flight >= self._max_in_flight:
+                continue
+            topic, partition = q.tp
+            parts = partitions_by_topic.get(topic)
+            leader = parts[partition].leader if parts is not None and partition < len(parts) else -1
+            if leader < 0:
+                unknown_leader = True
+                continue
+            first = batches[0]
+            if first.retry_at > now:
+                next_delay = min(next_delay, first.retry_at - now)
+                continue
+            waited = now - first.created
+            if force or first.full or len(batches) > 1 or waited >= linger:
+                ready.setdefault(leader, []).append(q)
+            else:
+                next_delay = min(next_delay, linger - waited)
+        return ready, next_delay, unknown_leader, expired
+
+    def _expire(self, q: PartitionQueue, now: float, expired: list[ProducerBatch]) -> None:
+        # Only batches still in the queue expire here; one in flight is
+        # bounded by request_timeout_ms and judged when its answer comes.
+        batches = q.batches
+        while batches and now - batches[0].created >= self._delivery_timeout:
+            batch = batches.popleft()
+            batch.full = True
+            expired.append(batch)
+        if not batches:
+            self._nonempty.pop(q, None)
+
+    def drain(self, queues: list[PartitionQueue], max_request_size: int) -> list[ProducerBatch]:
+        """Take the first batch of each queue, up to ``max_request_size`` bytes."""
+        out: list[ProducerBatch] = []
+        size = 0
+        for q in queues:
+            batch = q.batches[0]
+            if out and size + len(batch.buf) > max_request_size:
+                break
+            q.batches.popleft()
+            if not q.batches:
+                del self._nonempty[q]
+            batch.full = True
+            q.in_flight += 1
+            size += len(batch.buf)
+            out.append(batch)
+        return out
+
+    def requeue(self, batch: ProducerBatch, retry_at: float) -> None:
+        """Put a batch that failed retriably back at the front of its partition."""
+        q = batch.queue
+        q.in_flight -= 1
+        batch.attempts += 1
+        batch.retry_at = retry_at
+        q.batches.appendleft(batch)
+        self._nonempty[q] = None
+
+    def in_flight_done(self, batch: ProducerBatch) -> None:
+        batch.queue.in_flight -= 1
+
+    def deallocate(self, batch: ProducerBatch) -> None:
+        """The batch is finished (delivered or failed): free its memory."""
+        if batch in self._incomplete:
+            self._incomplete.discard(batch)
+            self._release(batch.memory)
+
+    # -- flush / close ---------------------------------------------------------------
+
+    def begin_flush(self) -> None:
+        self._flushing += 1
+
+    def end_flush(self) -> None:
+        self._flushing -= 1
+
+    async def await_flush_completion(self) -> None:
+        pending = [b.done for b in self._incomplete]
+        if pending:
+            await asyncio.wait(pending)
+
+    def abort_undrained(self, exc: KafkaError) -> list[ProducerBatch]:
+        """Fail every batch not yet handed to the sender."""
+        aborted = []
+        for q in list(self._nonempty):
+            while q.batches:
+                batch = q.batches.popleft()
+                batch.fail(exc)
+                self.deallocate(batch)
+                aborted.append(batch)
+        self._nonempty.clear()
+        return aborted
+
+    def fail_waiters(self, exc: BaseException) -> None:
+        while self._waiters:
+            _, grant = self._waiters.popleft()
+            if not grant.done():
+                grant.set_exception(exc)

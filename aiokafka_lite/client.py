@@ -1,0 +1,282 @@
+"""The network client: a connection per broker node, opened lazily, and metadata refresh.
+
+Java's ``NetworkClient`` plus ``DefaultMetadataUpdater``, on one event loop.
+Nothing here blocks the sender: :meth:`NetworkClient.ready` either returns an
+open connection that can take another request or starts connecting in the
+background (respecting the node's reconnect backoff) and returns ``None``; the
+sender is woken when the connection is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .cluster import Cluster, Node
+from .config import ProducerConfig, parse_bootstrap
+from .connection import BrokerConnection
+from .errors import KafkaConnectionError, KafkaError
+from .metadata import Metadata
+from .protocol.codec import Request
+from .protocol.messages import MetadataRequest, MetadataRequestTopic, MetadataResponse
+
+__all__ = ["NetworkClient"]
+
+log = logging.getLogger("aiokafka_lite.client")
+
+
+def backoff_delay(base_ms: float, max_ms: float, failures: int) -> float:
+    """Exponential backoff with +-20% jitter (as Java's ExponentialBackoff), in seconds."""
+    if failures <= 0:
+        return 0.0
+    delay: float = min(base_ms * 2.0 ** (failures - 1), max_ms)
+    return delay * random.uniform(0.8, 1.2) / 1000
+
+
+class NetworkClient:
+    def __init__(self, config: ProducerConfig, wakeup: Callable[[], None]) -> None:
+        self._config = config
+        self._wakeup = wakeup
+        self._bootstrap = Cluster.bootstrap(parse_bootstrap(config.bootstrap_servers))
+        self.metadata = Metadata(
+            self._bootstrap,
+            retry_backoff_ms=config.retry_backoff_ms,
+            max_age_ms=config.metadata_max_age_ms,
+            topic_idle_ms=config.metadata_max_idle_ms,
+        )
+        self._conns: dict[int, BrokerConnection] = {}
+        self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
+        self._failures: dict[int, int] = {}
+        self._retry_at: dict[int, float] = {}
+        self._metadata_task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    # -- connections ------------------------------------------------------------
+
+    def _node(self, node_id: int) -> Node | None:
+        return self.metadata.cluster.nodes.get(node_id) or self._bootstrap.nodes.get(node_id)
+
+    def ready(self, node_id: int, now: float) -> BrokerConnection | None:
+        """An open connection to ``node_id`` that can take another request, or None.
+
+        Starts connecting in the background if there is no connection yet.
+        """
+        conn = self._conns.get(node_id)
+        if conn is not None and not conn.closed:
+            if conn.in_flight < self._config.max_in_flight_requests_per_connection:
+                return conn
+            return None
+        self._start_connect(node_id, now)
+        return None
+
+    def connection(self, node_id: int) -> BrokerConnection | None:
+        conn = self._conns.get(node_id)
+        return conn if conn is not None and not conn.closed else None
+
+    def connection_delay(self, node_id: int, now: float) -> float:
+        """Seconds until it is worth asking :meth:`ready` about ``node_id`` again.
+
+        While connecting, the sender is woken when the attempt ends; with all
+        in-flight slots taken, by a response; while backing off, when the
+        backoff ends.
+        """
+        if node_id in self._connecting or self.connection(node_id) is not None:
+            return 3600.0  # woken when the attempt ends, or by a response
+        return max(0.0, self._retry_at.get(node_id, 0.0) - now)
+
+    def backing_off(self, node_id: int, now: float) -> bool:
+        return self._retry_at.get(node_id, 0.0) > now
+
+    def _start_connect(self, node_id: int, now: float) -> None:
+        if self._closed or node_id in self._connecting or self.backing_off(node_id, now):
+            return
+        node = self._node(node_id)
+        if node is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._connect(node))
+        self._connecting[node_id] = task
+        self._track(task)
+
+    async def _connect(self, node: Node) -> BrokerConnection:
+        conn = BrokerConnection(
+            node.node_id,
+            node.host,
+            node.port,
+            client_id=self._config.client_id,
+            request_timeout_ms=self._config.request_timeout_ms,
+            on_lost=self._on_lost,
+        )
+        try:
+            await conn.open(self._config.socket_connection_setup_timeout_ms / 1000)
+        except KafkaError as e:
+            failures = self._failures.get(node.node_id, 0) + 1
+            self._failures[node.node_id] = failures
+            delay = backoff_delay(
+                self._config.reconnect_backoff_ms, self._config.reconnect_backoff_max_ms, failures
+            )
+            self._retry_at[node.node_id] = time.monotonic() + delay
+            log.info("node %s: %s; retrying in %.0f ms", node.node_id, e, delay * 1000)
+            raise
+        finally:
+            self._connecting.pop(node.node_id, None)
+            self._wakeup()
+        self._failures.pop(node.node_id, None)
+        self._retry_at.pop(node.node_id, None)
+        self._conns[node.node_id] = conn
+        return conn
+
+    def _on_lost(self, conn: BrokerConnection) -> None:
+        if self._conns.get(conn.node_id) is conn:
+            del self._conns[conn.node_id]
+            if not self._closed:
+                # The broker may be gone or its partitions moved: learn which.
+                self.metadata.request_update()
+        self._wakeup()
+
+    async def connect(self, node_id: int) -> BrokerConnection:
+        """Await an open connection to ``node_id`` (for one-off requests)."""
+        conn = self.connection(node_id)
+        if conn is not None:
+            return conn
+        task = self._connecting.get(node_id)
+        if task is not None:
+            return await asyncio.shield(task)
+        node = self._node(node_id)
+        if node is None:
+            raise KafkaConnectionError(f"unknown broker node {node_id}")
+        task = asyncio.get_running_loop().create_task(self._connect(node))
+        self._connecting[node_id] = task
+        self._track(task)
+        return await asyncio.shield(task)
+
+    def least_loaded_node(self, now: float) -> int | None:
+        """A connected node with the fewest in-flight requests, else one to connect to.
+
+        When every known node is backing off, fall back to the configured
+        bootstrap servers (KIP-899) so a cluster whose addresses all changed
+        can still be found again.
+        """
+        best: int | None = None
+        best_load = 1 << 30
+        for node_id, conn in self._conns.items():
+            if not conn.closed and conn.in_flight < best_load and node_id in self._known_nodes():
+                best, best_load = node_id, conn.in_flight
+        if best is not None:
+            return best
+        for candidates in (self.metadata.cluster.nodes, self._bootstrap.nodes):
+            usable = [n for n in candidates if not self.backing_off(n, now)]
+            if usable:
+                return random.choice(usable)
+        return None
+
+    def _known_nodes(self) -> dict[int, Node]:
+        nodes = self.metadata.cluster.nodes
+        return nodes if nodes else self._bootstrap.nodes
+
+    def close_idle(self, now: float) -> None:
+        limit = self._config.connections_max_idle_ms / 1000
+        for conn in list(self._conns.values()):
+            if conn.in_flight == 0 and now - conn.last_activity > limit:
+                log.debug("closing idle connection to node %s", conn.node_id)
+                conn.close()
+
+    def _track(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved here; failures were already handled and logged
+
+    # -- metadata ------------------------------------------------------------------
+
+    def maybe_update_metadata(self, now: float) -> float:
+        """Start a metadata refresh if one is due; return seconds until the next is."""
+        if self._metadata_task is not None or self._closed:
+            return self._config.request_timeout_ms / 1000
+        wait = self.metadata.time_to_next_update(now)
+        if wait > 0:
+            return wait
+        node_id = self.least_loaded_node(now)
+        if node_id is None:
+            return self._config.reconnect_backoff_ms / 1000
+        self.metadata.attempt_started(now)
+        task = asyncio.get_running_loop().create_task(self._refresh_metadata(node_id, now))
+        self._metadata_task = task
+        self._track(task)
+        return self._config.request_timeout_ms / 1000
+
+    async def _refresh_metadata(self, node_id: int, now: float) -> None:
+        try:
+            topics = self.metadata.topics_for_request(now)
+            response = await self.fetch_metadata(node_id, topics)
+            self.metadata.update(Cluster.from_metadata(response), time.monotonic())
+        except KafkaError as e:
+            log.info("metadata refresh from node %s failed: %s", node_id, e)
+            self.metadata.failed_update(e)
+        finally:
+            self._metadata_task = None
+            self._wakeup()
+
+    async def fetch_metadata(self, node_id: int, topics: list[str] | None) -> MetadataResponse:
+        conn = await self.connect(node_id)
+        request = MetadataRequest(
+            topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=self._config.allow_auto_create_topics,
+        )
+        response: MetadataResponse = await conn.send(request)
+        return response
+
+    async def bootstrap(self, timeout: float) -> None:
+        """Fetch the first metadata from any configured server, or raise."""
+        errors: list[str] = []
+        deadline = time.monotonic() + timeout
+        for node_id in list(self._bootstrap.nodes):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                async with asyncio.timeout(remaining):
+                    response = await self.fetch_metadata(node_id, [])
+            except (KafkaError, TimeoutError) as e:
+                errors.append(
+                    f"{self._bootstrap.nodes[node_id].host}:"
+                    f"{self._bootstrap.nodes[node_id].port}: {e or 'timed out'}"
+                )
+                continue
+            self.metadata.update(Cluster.from_metadata(response), time.monotonic())
+            return
+        raise KafkaConnectionError(
+            "unable to bootstrap from " + ", ".join(errors or ["(no servers tried)"])
+        )
+
+    # -- one-off requests -------------------------------------------------------------
+
+    async def request(self, node_id: int, request: Request) -> Any:
+        conn = await self.connect(node_id)
+        return await conn.send(request)
+
+    # -- shutdown ----------------------------------------------------------------------
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        conns = list(self._conns.values())
+        self._conns.clear()
+        for conn in conns:
+            conn.close()
+        for conn in conns:
+            try:
+                async with asyncio.timeout(1.0):
+                    await conn.wait_closed()
+            except TimeoutError:
+                log.warning("connection to node %s did not close in time", conn.node_id)

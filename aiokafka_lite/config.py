@@ -1,0 +1,164 @@
+"""Producer configuration: one validated, immutable object.
+
+Field names are aiokafka's constructor names; defaults follow the current Java
+client where the two differ (see the README's table). Validation is msgspec's:
+each field's type and range is declared once here, and a bad value raises
+:class:`~aiokafka_lite.errors.ConfigError` naming the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from .errors import ConfigError
+
+__all__ = ["ProducerConfig", "parse_bootstrap"]
+
+_Ms = Annotated[int, msgspec.Meta(ge=0)]
+_PositiveMs = Annotated[int, msgspec.Meta(ge=1)]
+
+# aiokafka accepts ``max_batch_size``; Java says ``batch.size``. Both map here.
+_ALIASES = {"max_batch_size": "batch_size"}
+
+
+class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    bootstrap_servers: str | list[str] = "localhost:9092"
+    client_id: str | None = None
+    acks: Literal[0, 1, -1, "all"] = "all"
+    linger_ms: Annotated[float, msgspec.Meta(ge=0)] = 5
+    batch_size: Annotated[int, msgspec.Meta(ge=1, le=1 << 30)] = 16384
+    buffer_memory: Annotated[int, msgspec.Meta(ge=1024)] = 32 * 1024 * 1024
+    max_request_size: Annotated[int, msgspec.Meta(ge=1024)] = 1024 * 1024
+    max_block_ms: _Ms = 60000
+    request_timeout_ms: _PositiveMs = 30000
+    delivery_timeout_ms: _PositiveMs = 120000
+    retries: Annotated[int, msgspec.Meta(ge=0)] = 2147483647
+    retry_backoff_ms: _Ms = 100
+    retry_backoff_max_ms: _Ms = 1000
+    reconnect_backoff_ms: _Ms = 50
+    reconnect_backoff_max_ms: _Ms = 1000
+    socket_connection_setup_timeout_ms: _PositiveMs = 10000
+    metadata_max_age_ms: _PositiveMs = 300000
+    metadata_max_idle_ms: _PositiveMs = 300000
+    max_in_flight_requests_per_connection: Annotated[int, msgspec.Meta(ge=1)] = 5
+    connections_max_idle_ms: _PositiveMs = 540000
+    enable_idempotence: bool = False
+    allow_auto_create_topics: bool = True
+    compression_type: Literal["none"] | None = None
+    security_protocol: Literal["PLAINTEXT"] = "PLAINTEXT"
+    # Callables are checked by hand below: msgspec has no "callable" type.
+    key_serializer: Any = None
+    value_serializer: Any = None
+    partitioner: Any = None
+
+    def __post_init__(self) -> None:
+        for name in ("key_serializer", "value_serializer", "partitioner"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise ConfigError(f"{name}: expected a callable, got {type(value).__name__}")
+        if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
+            raise ConfigError(
+                "delivery_timeout_ms must be >= linger_ms + request_timeout_ms "
+                f"({self.delivery_timeout_ms} < {self.linger_ms} + {self.request_timeout_ms})"
+            )
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            raise ConfigError("retry_backoff_max_ms must be >= retry_backoff_ms")
+        if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
+            raise ConfigError("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
+        if self.enable_idempotence:
+            raise ConfigError(
+                "enable_idempotence: the idempotent producer is not implemented yet; "
+                "leave it False"
+            )
+        if self.max_request_size < 64:
+            raise ConfigError("max_request_size is too small to hold a record batch")
+        parse_bootstrap(self.bootstrap_servers)
+
+    @property
+    def acks_value(self) -> int:
+        """acks as the wire's int16: 0, 1, or -1 for "all"."""
+        return -1 if self.acks == "all" else int(self.acks)
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> ProducerConfig:
+        """Build from aiokafka-style keyword arguments, naming any bad field."""
+        data: dict[str, Any] = {}
+        for key, value in kwargs.items():
+            name = _ALIASES.get(key, key)
+            if name not in cls.__struct_fields__:
+                known = list(cls.__struct_fields__) + list(_ALIASES)
+                hint = difflib.get_close_matches(key, known, n=1)
+                suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
+                raise ConfigError(f"unknown producer option {key!r}{suggestion}")
+            data[name] = value
+        if data.get("acks") == "-1":
+            data["acks"] = -1
+        try:
+            return msgspec.convert(data, cls, strict=True)
+        except msgspec.ValidationError as e:
+            raise ConfigError(_describe(e)) from None
+
+
+# One line per option for the README's reference table (tests/test_readme.py
+# checks that the table lists exactly these options with their defaults).
+FIELD_DOCS: dict[str, str] = {
+    "bootstrap_servers": "`host:port` list (string with commas, or a list) to bootstrap from",
+    "client_id": "sent in every request header; shows up in broker logs and quotas",
+    "acks": "`0`, `1`, or `all`/`-1`: replicas that must have the record before success",
+    "linger_ms": "how long a batch may wait for more records before it is sent",
+    "batch_size": "bytes per partition batch before it is sent (aiokafka: `max_batch_size`)",
+    "buffer_memory": "bytes of records buffered in all; `send()` waits when it is used up",
+    "max_request_size": "largest Produce request (and so largest record) in bytes",
+    "max_block_ms": "longest `send()` waits for metadata or buffer space, then KafkaTimeoutError",
+    "request_timeout_ms": "longest wait for a broker's answer before the connection is dropped",
+    "delivery_timeout_ms": "upper bound from `send()` to the record's result, retries included",
+    "retries": "retries of a retriable failure (bounded by `delivery_timeout_ms` anyway)",
+    "retry_backoff_ms": "first backoff before a retry; doubles per attempt, with jitter",
+    "retry_backoff_max_ms": "cap of the retry backoff",
+    "reconnect_backoff_ms": "first backoff before reconnecting to a broker; doubles, with jitter",
+    "reconnect_backoff_max_ms": "cap of the reconnect backoff",
+    "socket_connection_setup_timeout_ms": "longest a TCP connect plus ApiVersions may take",
+    "metadata_max_age_ms": "metadata is refreshed at least this often",
+    "metadata_max_idle_ms": "a topic not sent to for this long is dropped from metadata requests",
+    "max_in_flight_requests_per_connection": "pipelined requests per broker connection",
+    "connections_max_idle_ms": "idle connections are closed after this long",
+    "enable_idempotence": "idempotent producer (not yet implemented: must stay off)",
+    "allow_auto_create_topics": "let the broker create a topic on first metadata request",
+    "compression_type": "`None` only for now (codecs come with their own issue)",
+    "security_protocol": "`PLAINTEXT` only for now (TLS/SASL come with their own issue)",
+    "key_serializer": "callable turning a key into bytes (default: keys must be bytes)",
+    "value_serializer": "callable turning a value into bytes (default: values must be bytes)",
+    "partitioner": "callable `(key_bytes, all_partitions, available) -> partition`",
+}
+
+
+def _describe(e: msgspec.ValidationError) -> str:
+    # msgspec says "Expected `int` >= 0, got -1 - at `$.linger_ms`"; lead with the field.
+    text = str(e)
+    if " - at `$." in text:
+        message, _, path = text.rpartition(" - at `$.")
+        return f"{path.rstrip('`')}: {message}"
+    return text
+
+
+def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:
+    """Parse "host:port,host2:port" or a list of them; the default port is 9092."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out: list[tuple[str, int]] = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep:
+            host, port = item, "9092"
+        host = host.strip("[]")  # IPv6 literals: [::1]:9092
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"bootstrap_servers: cannot parse {item!r} as host:port")
+        out.append((host, int(port)))
+    if not out:
+        raise ConfigError("bootstrap_servers: no broker address given")
+    return out

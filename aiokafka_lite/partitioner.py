@@ -1,0 +1,193 @@
+"""Partitioning: Kafka's murmur2 key hash and the sticky partitioner for keyless records.
+
+Keyed records must land on the same partition as they would with the Java client
+(and aiokafka / kafka-python), so ``murmur2`` reproduces ``org.apache.kafka.common.utils.
+Utils.murmur2`` bit for bit, including its signed 32-bit result.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Callable, Sequence
+from typing import Final, TypeAlias
+
+__all__ = [
+    "KeyHashCache",
+    "Partitioner",
+    "StickyPartitioner",
+    "default_partition",
+    "murmur2",
+    "to_positive",
+]
+
+#: A user-supplied partitioner with aiokafka's signature:
+#: ``(key_bytes, all_partitions, available_partitions) -> partition``.
+Partitioner: TypeAlias = Callable[[bytes | None, Sequence[int], Sequence[int]], int]
+
+_SEED: Final = 0x9747B28C
+_M: Final = 0x5BD1E995
+_MASK: Final = 0xFFFFFFFF
+
+# Precompiled little-endian "<nI" unpackers, indexed by block count, so the hot path
+# neither formats a string nor parses a format. 64 blocks covers keys up to 259 bytes;
+# longer keys fall back to struct's own format cache. '<' makes this byte-order portable.
+_MAX_CACHED_BLOCKS: Final = 64
+_UNPACK_BLOCKS: Final = tuple(
+    struct.Struct(f"<{n}I").unpack_from for n in range(_MAX_CACHED_BLOCKS + 1)
+)
+_unpack_from = struct.unpack_from
+_from_bytes = int.from_bytes
+
+
+def _murmur2_u32(data: bytes) -> int:
+    """Java's murmur2 as an unsigned 32-bit int (callers pick signed or positive).
+
+    Every intermediate is masked to 32 bits, which is exactly Java's wrapping ``int``
+    arithmetic; with a non-negative value ``>>`` behaves like Java's ``>>>``. The block
+    step masks ``h * m ^ k * m`` once instead of per product: the low 32 bits of a product
+    or XOR depend only on the low 32 bits of the operands.
+    """
+    n = len(data)
+    h = _SEED ^ n
+    if n > 3:
+        q = n >> 2
+        if q <= _MAX_CACHED_BLOCKS:
+            blocks = _UNPACK_BLOCKS[q](data)
+        else:
+            blocks = _unpack_from(f"<{q}I", data)
+        for k in blocks:
+            k = k * _M & _MASK
+            h = (h * _M ^ (k ^ k >> 24) * _M) & _MASK
+        t = n & 3
+        if t:
+            # Java XORs the 1-3 tail bytes (as unsigned, `& 0xff`) at bit offsets 0/8/16:
+            # that is the little-endian integer of the tail.
+            h = (h ^ _from_bytes(data[n - t :], "little")) * _M & _MASK
+    elif n:
+        h = (h ^ _from_bytes(data, "little")) * _M & _MASK
+    h ^= h >> 13
+    h = h * _M & _MASK
+    return h ^ h >> 15
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 hash of ``data``, as the signed 32-bit int Java's ``Utils.murmur2``
+    returns."""
+    return (_murmur2_u32(data) ^ 0x80000000) - 0x80000000
+
+
+def to_positive(n: int) -> int:
+    """Kafka's ``Utils.toPositive``: clear the sign bit (not ``abs``, which differs for
+    negative values and overflows for ``-2**31`` in Java)."""
+    return n & 0x7FFFFFFF
+
+
+def default_partition(key: bytes, num_partitions: int) -> int:
+    """The Java client's partition for a keyed record: ``toPositive(murmur2(key)) % n``."""
+    # The low 31 bits of the unsigned and the signed hash are identical.
+    return (_murmur2_u32(key) & 0x7FFFFFFF) % num_partitions
+
+
+class KeyHashCache:
+    """Bounded memo of ``key -> to_positive(murmur2(key))``.
+
+    Producers often reuse a small set of keys, and a dict hit is far cheaper than the
+    pure-Python hash. When full the cache is simply cleared: murmur2 is pure, so dropping
+    entries never changes a result, and clearing keeps memory bounded without LRU
+    bookkeeping on the hit path.
+    """
+
+    __slots__ = ("_cache", "_capacity")
+
+    def __init__(self, capacity: int = 65536) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self._capacity = capacity
+        self._cache: dict[bytes, int] = {}
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def hash(self, key: bytes) -> int:
+        """``to_positive(murmur2(key))``, memoized; the hit path is one ``dict.get``."""
+        cache = self._cache
+        value = cache.get(key)
+        if value is None:
+            value = _murmur2_u32(key) & 0x7FFFFFFF
+            if len(cache) >= self._capacity:
+                cache.clear()
+            cache[key] = value
+        return value
+
+    def partition(self, key: bytes, num_partitions: int) -> int:
+        """``default_partition(key, num_partitions)`` through the cache."""
+        return self.hash(key) % num_partitions
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+
+class StickyPartitioner:
+    """Uniform sticky partitioning for keyless records (KIP-480, simplified).
+
+    Sending every keyless record of a topic to one partition until its batch is sealed
+    fills batches faster than round-robin, which means fewer, larger requests and lower
+    latency. The accumulator calls :meth:`on_new_batch` when the sticky partition's batch
+    is sealed, which moves the topic to a different partition so load still spreads out.
+
+    Like Kafka's ``StickyPartitionCache``, :meth:`partition` does not re-check
+    availability: the sticky choice is only revisited on :meth:`on_new_batch`.
+    """
+
+    __slots__ = ("_current", "_rng")
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        # An injectable RNG makes tests deterministic; the default needs no seeding.
+        self._rng = rng if rng is not None else random.Random()
+        self._current: dict[str, int] = {}
+
+    def partition(self, topic: str, available: Sequence[int], num_partitions: int) -> int:
+        """The topic's current sticky partition, choosing one on first use."""
+        part = self._current.get(topic)
+        if part is None:
+            part = self._current[topic] = self._choose(available, num_partitions, None)
+        return part
+
+    def on_new_batch(
+        self, topic: str, prev_partition: int, available: Sequence[int], num_partitions: int
+    ) -> None:
+        """Move ``topic`` off ``prev_partition`` after its batch was sealed.
+
+        A call whose ``prev_partition`` is no longer the sticky one is ignored (as in
+        Kafka), so a stale or repeated notification cannot make the topic skip ahead.
+        """
+        current = self._current.get(topic)
+        if current is not None and current != prev_partition:
+            return
+        self._current[topic] = self._choose(available, num_partitions, prev_partition)
+
+    def _choose(self, available: Sequence[int], num_partitions: int, exclude: int | None) -> int:
+        """A random partition from ``available`` (else all of ``range(num_partitions)``),
+        avoiding ``exclude`` whenever there is any other choice."""
+        choices: Sequence[int] = available if available else range(num_partitions)
+        count = len(choices)
+        if count == 0:
+            raise ValueError("no partitions to choose from")
+        if count == 1:
+            return choices[0]
+        if exclude is None or exclude not in choices:
+            return choices[self._rng.randrange(count)]
+        # Uniform over the other count-1 choices without building a filtered list:
+        # draw among count-1 slots and shift past the excluded one.
+        skip = choices.index(exclude)
+        i = self._rng.randrange(count - 1)
+        return choices[i + 1 if i >= skip else i]
+
+    def forget(self, topic: str) -> None:
+        """Drop the topic's sticky choice (e.g. when its partition count changed)."""
+        self._current.pop(topic, None)

@@ -1,0 +1,476 @@
+"""The public producer: aiokafka's ``AIOKafkaProducer`` API over Java's design.
+
+``send()`` is the hot path. Once a topic's partitions are known it never
+suspends: it looks the partitions up (one dict get), serializes, picks a
+partition, and appends straight into the partition's open batch, returning that
+record's delivery future. It awaits only when it must: for metadata of a topic
+it has not seen (bounded by ``max_block_ms``), or for ``buffer_memory`` to free
+up (same bound).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from .accumulator import RecordAccumulator
+from .client import NetworkClient
+from .config import ProducerConfig
+from .errors import (
+    BufferFullError,
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    SerializationError,
+    error_from_response,
+)
+from .partitioner import KeyHashCache, StickyPartitioner
+from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
+from .sender import Sender
+from .structs import RecordMetadata
+
+__all__ = ["AIOKafkaProducer", "BatchBuilder"]
+
+log = logging.getLogger("aiokafka_lite.producer")
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+# Bytes a record adds beyond its key, value and headers, at most: length,
+# attributes, timestamp and offset deltas, key/value lengths, header count,
+# plus the header of the batch it may have to start. Memory is reserved by
+# this upper bound, so buffer_memory is never exceeded.
+_RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5 + BATCH_HEADER_SIZE
+# Errors that mean "this topic will not appear by waiting".
+_FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
+
+_NEW, _STARTED, _CLOSING, _CLOSED = range(4)
+
+
+class BatchBuilder:
+    """Records for one partition built ahead of time (aiokafka's ``create_batch``)."""
+
+    def __init__(self, batch_size: int) -> None:
+        self._limit = batch_size
+        self._builder: RecordBatchBuilder | None = None
+
+    def append(
+        self,
+        *,
+        key: bytes | None = None,
+        value: bytes | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> int | None:
+        """Add a record; return its encoded size, or None when the batch is full."""
+        ts = int(time.time() * 1000) if timestamp is None else timestamp
+        if self._builder is None:
+            self._builder = RecordBatchBuilder(ts)
+        added = self._builder.append(ts, key, value, _check_headers(headers, "batch"), self._limit)
+        return added or None
+
+    def size(self) -> int:
+        return 0 if self._builder is None else len(self._builder.buf)
+
+    def record_count(self) -> int:
+        return 0 if self._builder is None else self._builder.count
+
+    def _take(self) -> RecordBatchBuilder:
+        if self._builder is None or not self._builder.count:
+            raise ValueError("cannot send an empty batch")
+        builder, self._builder = self._builder, None
+        return builder
+
+
+class AIOKafkaProducer(Generic[K, V]):
+    """An asyncio Kafka producer; see the README for every option and its default."""
+
+    def __init__(self, *, loop: asyncio.AbstractEventLoop | None = None, **config: Any) -> None:
+        if loop is not None:
+            log.warning("the loop argument is ignored; the running loop is used (as in aiokafka)")
+        self._config = cfg = ProducerConfig.from_kwargs(**config)
+        self._key_serializer: Callable[[Any], bytes | None] | None = cfg.key_serializer
+        self._value_serializer: Callable[[Any], bytes | None] | None = cfg.value_serializer
+        self._partitioner: Callable[..., int] | None = cfg.partitioner
+        self._max_block = cfg.max_block_ms / 1000
+        self._max_request_size = cfg.max_request_size
+        self._batch_size = cfg.batch_size
+        self._hashes = KeyHashCache()
+        self._sticky = StickyPartitioner()
+        self._sticky_bytes: dict[str, int] = {}
+        self._state = _NEW
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: NetworkClient
+        self._acc: RecordAccumulator
+        self._sender: Sender
+
+    @property
+    def config(self) -> ProducerConfig:
+        return self._config
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect to the cluster and start the sender task."""
+        if self._state != _NEW:
+            raise IllegalStateError("start() may be called once per producer")
+        cfg = self._config
+        self._loop = asyncio.get_running_loop()
+        self._client = NetworkClient(cfg, self._wakeup)
+        self._metadata = self._client.metadata
+        self._acc = RecordAccumulator(
+            batch_size=cfg.batch_size,
+            linger_ms=cfg.linger_ms,
+            buffer_memory=cfg.buffer_memory,
+            delivery_timeout_ms=cfg.delivery_timeout_ms,
+            # Without idempotence nothing stops a later batch overtaking a
+            # retried one, so each partition has one batch in flight at a time.
+            max_in_flight_per_partition=1,
+            wakeup=self._wakeup,
+        )
+        self._sender = Sender(cfg, self._client, self._acc)
+        try:
+            await self._client.bootstrap(cfg.request_timeout_ms / 1000)
+        except BaseException:
+            await self._client.close()
+            self._state = _CLOSED
+            raise
+        self._sender.start()
+        self._state = _STARTED
+        log.info("producer started: %s", self._metadata.cluster)
+
+    def _wakeup(self) -> None:
+        sender = getattr(self, "_sender", None)
+        if sender is not None:
+            sender.wakeup()
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Deliver what is buffered, then close every connection and task.
+
+        Waits at most ``timeout`` seconds (default: ``delivery_timeout_ms``,
+        within which every record resolves anyway); records still undelivered
+        then fail with :class:`KafkaTimeoutError`. Safe to call more than once.
+        """
+        if self._state in (_CLOSING, _CLOSED):
+            return
+        if self._state == _NEW:
+            self._state = _CLOSED
+            return
+        self._state = _CLOSING
+        if timeout is None:
+            timeout = self._config.delivery_timeout_ms / 1000
+        try:
+            await self._sender.stop(timeout)
+        finally:
+            await self._client.close()
+            self._state = _CLOSED
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything buffered now, and wait until all of it is delivered or failed."""
+        self._check_running()
+        self._acc.begin_flush()
+        self._wakeup()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._acc.await_flush_completion()
+        except TimeoutError:
+            raise KafkaTimeoutError(f"flush did not complete within {timeout}s") from None
+        finally:
+            self._acc.end_flush()
+
+    async def __aenter__(self) -> AIOKafkaProducer[K, V]:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def _check_running(self) -> None:
+        if self._state == _STARTED:
+            if asyncio.get_running_loop() is not self._loop:
+                raise IllegalStateError(
+                    "this producer was started in another event loop; create one per loop"
+                )
+            return
+        if self._state == _NEW:
+            raise IllegalStateError("the producer is not started: await producer.start() first")
+        raise ProducerClosedError("the producer is stopped; records can no longer be sent")
+
+    def metrics(self) -> dict[str, float]:
+        """A snapshot of counters, named as Java's producer metrics where one exists."""
+        if self._state == _NEW:
+            return {}
+        sender, acc = self._sender, self._acc
+        return {
+            "request-total": sender.requests_sent,
+            "batch-total": sender.batches_sent,
+            "record-send-total": sender.records_sent,
+            "record-retry-total": sender.records_retried,
+            "record-error-total": sender.records_failed,
+            "records-per-request-avg": sender.records_sent / max(1, sender.requests_sent),
+            "buffer-total-bytes": acc.limit,
+            "buffer-available-bytes": acc.limit - acc.used,
+            "waiting-threads": acc.waiting_for_memory,
+        }
+
+    # -- sending -------------------------------------------------------------------
+
+    async def send(
+        self,
+        topic: str,
+        value: V | None = None,
+        key: K | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Buffer one record; return the future of its delivery.
+
+        Awaits only for unknown topic metadata or a full buffer, each for at
+        most ``max_block_ms``. Errors about this record (too large, bad
+        partition, serializer failure) raise here and affect nothing else.
+        """
+        if self._state != _STARTED:
+            self._check_running()
+        parts = self._metadata.partitions_by_topic.get(topic)
+        if parts is None:
+            parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
+        key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
+        if partition is None:
+            partition = self._choose_partition(topic, key_bytes, parts, size)
+        elif not 0 <= partition < len(parts):
+            raise ValueError(
+                f"partition {partition} is out of range for {topic!r}, "
+                f"which has {len(parts)} partition(s)"
+            )
+        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        fut = self._acc.try_append(topic, partition, ts, key_bytes, value_bytes, headers, size)
+        if fut is None:
+            fut = await self._acc.append_wait(
+                topic, partition, ts, key_bytes, value_bytes, headers, size, self._max_block
+            )
+        return fut
+
+    async def send_and_wait(
+        self,
+        topic: str,
+        value: V | None = None,
+        key: K | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> RecordMetadata:
+        """Send one record and wait for its delivery."""
+        fut = await self.send(topic, value, key, partition, timestamp_ms, headers)
+        return await fut
+
+    def try_send(
+        self,
+        topic: str,
+        value: V | None = None,
+        key: K | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Like :meth:`send`, but never waits: raises :class:`BufferFullError` instead.
+
+        The topic's partitions must already be known (after a ``send`` to it or
+        ``partitions_for``); otherwise a metadata fetch is started and
+        :class:`BufferFullError` is not what you get: :class:`KafkaError` says so.
+        """
+        self._check_running()
+        parts = self._metadata.partitions_by_topic.get(topic)
+        if parts is None:
+            self._metadata.add_topic(topic)
+            self._wakeup()
+            raise KafkaError(
+                f"partitions of {topic!r} are not known yet: await send() or "
+                "partitions_for() once before using try_send()"
+            )
+        key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
+        if partition is None:
+            partition = self._choose_partition(topic, key_bytes, parts, size)
+        elif not 0 <= partition < len(parts):
+            raise ValueError(f"partition {partition} is out of range for {topic!r}")
+        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        fut = self._acc.try_append(topic, partition, ts, key_bytes, value_bytes, headers, size)
+        if fut is None:
+            raise BufferFullError(
+                f"buffer_memory ({self._acc.limit} bytes) is full; record for {topic!r} not sent"
+            )
+        return fut
+
+    def _prepare(
+        self, topic: str, key: Any, value: Any, headers: Sequence[Header] | None
+    ) -> tuple[bytes | None, bytes | None, int, Sequence[Header] | None]:
+        """Serialize and size-check one record (raises for this record only)."""
+        try:
+            if self._key_serializer is not None:
+                key = self._key_serializer(key)
+            if self._value_serializer is not None:
+                value = self._value_serializer(value)
+        except Exception as e:
+            raise SerializationError(f"cannot serialize a record for {topic!r}: {e!r}") from e
+        if key is not None and type(key) is not bytes:
+            key = _as_bytes(key, "key", topic)
+        if value is not None and type(value) is not bytes:
+            value = _as_bytes(value, "value", topic)
+        size = _RECORD_OVERHEAD
+        if key is not None:
+            size += len(key)
+        if value is not None:
+            size += len(value)
+        headers = _check_headers(headers, topic)
+        if headers is not None:
+            for hkey, hvalue in headers:
+                size += 10 + len(hkey) * 4 + (len(hvalue) if hvalue is not None else 0)
+        if size > self._max_request_size:
+            raise RecordTooLargeError(
+                f"a record of {size} bytes for {topic!r} is larger than max_request_size "
+                f"({self._max_request_size})"
+            )
+        return key, value, size, headers
+
+    def _choose_partition(
+        self, topic: str, key: bytes | None, parts: Sequence[Any], size: int
+    ) -> int:
+        n = len(parts)
+        if self._partitioner is not None:
+            available = self._metadata.cluster.available_partitions_by_topic.get(topic, ())
+            chosen = int(self._partitioner(key, list(range(n)), list(available)))
+            if not 0 <= chosen < n:
+                raise ValueError(f"partitioner returned {chosen} for {topic!r} with {n} partitions")
+            return chosen
+        if key is not None:
+            return self._hashes.hash(bytes(key)) % n
+        return self._sticky_partition(topic, n, size)
+
+    def _sticky_partition(self, topic: str, n: int, size: int) -> int:
+        # KIP-794: keyless records stick to one partition until about a batch
+        # worth of bytes went to it, then move on; batches fill up instead of
+        # spreading thin records over every partition.
+        available = self._metadata.cluster.available_partitions_by_topic.get(topic, ())
+        partition = self._sticky.partition(topic, available, n)
+        produced = self._sticky_bytes.get(topic, 0) + size
+        if produced >= self._batch_size:
+            self._sticky.on_new_batch(topic, partition, available, n)
+            produced = 0
+        self._sticky_bytes[topic] = produced
+        return partition
+
+    async def _wait_on_metadata(self, topic: str, deadline: float) -> tuple[Any, ...]:
+        """Java's waitOnMetadata: ask for the topic, await version bumps until it is known."""
+        self._check_running()
+        metadata = self._metadata
+        metadata.add_topic(topic)
+        while True:
+            parts = metadata.partitions_by_topic.get(topic)
+            if parts is not None:
+                return parts
+            code = metadata.cluster.topic_errors.get(topic)
+            if code in _FATAL_TOPIC_ERRORS:
+                raise error_from_response(code, topic=topic)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                detail = f" (last error: {error_from_response(code).name})" if code else ""
+                raise KafkaTimeoutError(
+                    f"topic {topic!r} not present in metadata after "
+                    f"{self._config.max_block_ms} ms (max_block_ms){detail}"
+                )
+            version = metadata.request_update()
+            self._wakeup()
+            try:
+                await metadata.wait_for_update(version, remaining)
+            except TimeoutError:
+                continue
+            if self._state != _STARTED:
+                self._check_running()
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        """The partition ids of ``topic`` (fetching its metadata if needed)."""
+        self._check_running()
+        parts = self._metadata.partitions_by_topic.get(topic)
+        if parts is None:
+            parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
+        return set(range(len(parts)))
+
+    # -- pre-built batches -------------------------------------------------------------
+
+    def create_batch(self) -> BatchBuilder:
+        """An empty batch to fill with ``append`` and send with :meth:`send_batch`."""
+        return BatchBuilder(self._batch_size)
+
+    async def send_batch(
+        self, batch: BatchBuilder, topic: str, *, partition: int
+    ) -> asyncio.Future[RecordMetadata]:
+        """Send a batch built with :meth:`create_batch` to one partition.
+
+        The future resolves to the metadata of the batch's first record.
+        """
+        self._check_running()
+        parts = self._metadata.partitions_by_topic.get(topic)
+        if parts is None:
+            parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
+        if not 0 <= partition < len(parts):
+            raise ValueError(f"partition {partition} is out of range for {topic!r}")
+        builder = batch._take()
+        return await self._acc.append_built(topic, partition, builder, self._max_block)
+
+    async def send_many(
+        self,
+        topic: str,
+        records: Iterable[tuple[Any, Any]],
+        *,
+        partition: int | None = None,
+    ) -> list[asyncio.Future[RecordMetadata]]:
+        """Send ``(key, value)`` pairs; return their delivery futures, in order."""
+        futures = []
+        for key, value in records:
+            futures.append(await self.send(topic, value, key, partition))
+        return futures
+
+
+def _as_bytes(data: object, what: str, topic: str) -> bytes:
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(
+        f"{what} for {topic!r} must be bytes (or set {what}_serializer), got {type(data).__name__}"
+    )
+
+
+def _check_headers(headers: Sequence[Header] | None, topic: str) -> Sequence[Header] | None:
+    if not headers:
+        return None
+    if isinstance(headers, str | bytes | dict):
+        raise TypeError(
+            f"headers for {topic!r} must be a list of (str, bytes) pairs, "
+            f"got {type(headers).__name__}"
+        )
+    for item in headers:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise TypeError(
+                f"headers for {topic!r}: each header must be a (str, bytes) pair, got {item!r}"
+            )
+        hkey, hvalue = item
+        if not isinstance(hkey, str):
+            raise TypeError(
+                f"headers for {topic!r}: header key must be str, got {type(hkey).__name__}"
+            )
+        if hvalue is not None and not isinstance(hvalue, bytes | bytearray):
+            raise TypeError(
+                f"headers for {topic!r}: value of header {hkey!r} must be bytes or None, "
+                f"got {type(hvalue).__name__}"
+            )
+    return headers

@@ -1,0 +1,194 @@
+"""Record batch v2 (magic 2): records are encoded straight into the batch buffer.
+
+Layout of a batch (all integers big-endian)::
+
+    0  baseOffset int64        27 baseTimestamp int64
+    8  batchLength int32       35 maxTimestamp int64
+    12 partitionLeaderEpoch    43 producerId int64
+    16 magic int8 = 2          51 producerEpoch int16
+    17 crc uint32 (CRC-32C)    53 baseSequence int32
+    21 attributes int16        57 recordCount int32
+    23 lastOffsetDelta int32   61 records...
+
+The CRC covers everything from ``attributes`` to the end. A record is::
+
+    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint
+    | keyLength varint | key | valueLength varint | value | headerCount varint
+    | (headerKeyLength varint | headerKey | headerValueLength varint | value)*
+
+All varints are zigzag encoded. The header is written once, when the batch is
+closed for sending (so producer id, epoch and sequence can be set, and set again
+if a retry needs a new epoch); records are appended as they arrive.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+import crc32c
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "Header",
+    "RecordBatchBuilder",
+    "encode_varint",
+    "record_size",
+]
+
+BATCH_HEADER_SIZE = 61
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+MAGIC = 2
+
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+
+Header = tuple[str, bytes | None]
+
+_HEADER_AFTER_OFFSET = struct.Struct(">iib")  # batchLength, partitionLeaderEpoch, magic
+_HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. recordCount
+_CRC = struct.Struct(">I")
+
+
+def _zigzag_varint(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+# Lengths, offset deltas and timestamp deltas are almost always small and
+# non-negative: look their encodings up instead of computing them per record.
+_TABLE_SIZE = 1 << 14
+_VARINT = tuple(_zigzag_varint(i) for i in range(_TABLE_SIZE))
+_NULL = _zigzag_varint(-1)  # length of a null key / value
+
+
+def encode_varint(n: int) -> bytes:
+    """Zigzag varint encoding of a signed integer, as record fields use it."""
+    if 0 <= n < _TABLE_SIZE:
+        return _VARINT[n]
+    return _zigzag_varint(n)
+
+
+def _encode_headers(headers: Sequence[Header]) -> bytes:
+    out = bytearray(encode_varint(len(headers)))
+    for hkey, hval in headers:
+        kb = hkey.encode()
+        out += encode_varint(len(kb))
+        out += kb
+        if hval is None:
+            out += _NULL
+        else:
+            out += encode_varint(len(hval))
+            out += hval
+    return bytes(out)
+
+
+def record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header] | None) -> int:
+    """Upper bound of a record's encoded size (for limits checked before appending)."""
+    size = 5 + 1 + 10 + 5 + 5 + 5 + 5  # length, attributes, deltas, lengths, header count
+    if key is not None:
+        size += len(key)
+    if value is not None:
+        size += len(value)
+    if headers:
+        size += len(_encode_headers(headers))
+    return size
+
+
+class RecordBatchBuilder:
+    """Appends records to one batch buffer and writes its header when closed."""
+
+    __slots__ = ("base_timestamp", "buf", "count", "max_timestamp")
+
+    def __init__(self, base_timestamp: int) -> None:
+        self.buf = bytearray(BATCH_HEADER_SIZE)
+        self.count = 0
+        self.base_timestamp = base_timestamp
+        self.max_timestamp = base_timestamp
+
+    def append(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        limit: int,
+    ) -> int:
+        """Encode one record into the buffer; return the bytes added.
+
+        Returns 0, appending nothing, when the record would take the buffer
+        past ``limit`` and the batch already holds a record (a first record
+        is always accepted so that a record larger than ``batch_size`` still
+        gets a batch of its own).
+        """
+        tsd = timestamp - self.base_timestamp
+        ts_b = _VARINT[tsd] if 0 <= tsd < _TABLE_SIZE else _zigzag_varint(tsd)
+        od = self.count
+        od_b = _VARINT[od] if od < _TABLE_SIZE else _zigzag_varint(od)
+        if key is None:
+            k_b = _NULL
+            key = b""
+        else:
+            k_b = _VARINT[len(key)] if len(key) < _TABLE_SIZE else _zigzag_varint(len(key))
+        if value is None:
+            v_b = _NULL
+            value = b""
+        else:
+            v_b = _VARINT[len(value)] if len(value) < _TABLE_SIZE else _zigzag_varint(len(value))
+        h_b = _encode_headers(headers) if headers else b"\x00"
+        length = 1 + len(ts_b) + len(od_b) + len(k_b) + len(key) + len(v_b) + len(value) + len(h_b)
+        len_b = _VARINT[length] if length < _TABLE_SIZE else _zigzag_varint(length)
+        added = len(len_b) + length
+        buf = self.buf
+        if od and len(buf) + added > limit:
+            return 0
+        # One join, one extend: fewer temporary objects than extending piece by piece.
+        buf += b"".join((len_b, b"\x00", ts_b, od_b, k_b, key, v_b, value, h_b))
+        self.count = od + 1
+        if timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
+        return added
+
+    @property
+    def size(self) -> int:
+        return len(self.buf)
+
+    def close(
+        self,
+        *,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+        transactional: bool = False,
+    ) -> bytearray:
+        """Write the batch header (and CRC) and return the finished batch bytes.
+
+        May be called again, e.g. to stamp a new producer epoch on a retry.
+        """
+        buf = self.buf
+        attributes = ATTR_TRANSACTIONAL if transactional else 0
+        _HEADER_AFTER_OFFSET.pack_into(buf, 8, len(buf) - 12, -1, MAGIC)
+        _HEADER_AFTER_CRC.pack_into(
+            buf,
+            21,
+            attributes,
+            self.count - 1,
+            self.base_timestamp,
+            self.max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            self.count,
+        )
+        _CRC.pack_into(buf, 17, crc32c.crc32c(memoryview(buf)[21:]))
+        return buf

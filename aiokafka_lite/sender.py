@@ -1,0 +1,331 @@
+"""The sender: one task per producer that moves batches from the accumulator to brokers.
+
+Java's ``Sender.runOnce`` as an event-loop task::
+
+    ready    = partitions with a sendable batch, by leader (accumulator.ready)
+    refresh metadata if a leader is unknown
+    for each ready leader with a connection that can take a request:
+        drain one batch per partition, up to max_request_size -> one ProduceRequest
+    fail batches past delivery_timeout_ms
+    sleep until the next linger deadline, a wake-up, or a response
+
+Responses are handled in the connection's callback: each partition's result
+completes its batch, or puts it back at the front of its queue to retry after
+``retry_backoff_ms`` (exponential, with jitter), or fails it with an error that
+names the topic, partition and the broker's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from functools import partial
+
+from .accumulator import ProducerBatch, RecordAccumulator
+from .client import NetworkClient, backoff_delay
+from .config import ProducerConfig
+from .connection import BrokerConnection
+from .errors import (
+    BrokerResponseError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProtocolError,
+    error_from_response,
+)
+from .protocol.messages import (
+    PartitionProduceData,
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+)
+
+__all__ = ["Sender"]
+
+log = logging.getLogger("aiokafka_lite.sender")
+
+
+class Sender:
+    def __init__(
+        self, config: ProducerConfig, client: NetworkClient, accumulator: RecordAccumulator
+    ) -> None:
+        self._config = config
+        self._client = client
+        self._acc = accumulator
+        self._metadata = client.metadata
+        self._acks = config.acks_value
+        self._loop = asyncio.get_running_loop()
+        self._wake: asyncio.Future[None] | None = None
+        self._in_flight: set[ProducerBatch] = set()
+        self._running = True
+        self._task: asyncio.Task[None] | None = None
+        # Counted per request and per batch, never per record.
+        self.requests_sent = 0
+        self.batches_sent = 0
+        self.records_sent = 0
+        self.records_retried = 0
+        self.records_failed = 0
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = self._loop.create_task(self._run(), name="aiokafka_lite.sender")
+
+    def wakeup(self) -> None:
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing buffered and nothing in flight."""
+        return not self._acc.has_incomplete() and not self._in_flight
+
+    async def stop(self, timeout: float) -> None:
+        """Stop after everything is delivered, or fail what is left after ``timeout``."""
+        self._acc.closing = True
+        self.wakeup()
+        deadline = time.monotonic() + timeout
+        while not self.idle and time.monotonic() < deadline:
+            try:
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    await self._acc.await_flush_completion()
+            except TimeoutError:
+                break
+        self._running = False
+        exc = KafkaTimeoutError(
+            "the producer was stopped before this record was delivered "
+            f"(stop timeout {timeout:.1f}s)"
+        )
+        self._acc.fail_waiters(exc)
+        for batch in self._acc.abort_undrained(exc):
+            log.debug("aborted %r on stop", batch)
+        for batch in list(self._in_flight):
+            self._finish(batch, error=exc)
+        self.wakeup()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    # -- the loop ------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while self._running:
+            try:
+                delay = self._run_once(time.monotonic())
+            except Exception:  # never let one bad iteration kill delivery
+                log.exception("sender iteration failed")
+                delay = self._config.retry_backoff_ms / 1000
+            if delay > 0:
+                await self._sleep(delay)
+            else:
+                await asyncio.sleep(0)  # let appends and responses in between drains
+
+    async def _sleep(self, delay: float) -> None:
+        wake = self._wake = self._loop.create_future()
+        timer = self._loop.call_later(delay, _resolve, wake)
+        try:
+            await wake
+        finally:
+            timer.cancel()
+            self._wake = None
+
+    def _run_once(self, now: float) -> float:
+        ready, delay, unknown_leader, expired = self._acc.ready(
+            self._metadata.partitions_by_topic, now
+        )
+        for batch in expired:
+            self._expire(batch, now)
+        if unknown_leader:
+            self._metadata.request_update()
+        sent_any = False
+        for node_id, queues in ready.items():
+            conn = self._client.ready(node_id, now)
+            if conn is None:
+                delay = min(delay, self._client.connection_delay(node_id, now))
+                continue
+            batches = self._acc.drain(queues, self._config.max_request_size)
+            if batches:
+                self._send(conn, batches, now)
+                sent_any = True
+        delay = min(delay, self._client.maybe_update_metadata(now))
+        if self._acc.closing and self.idle:
+            delay = min(delay, 0.05)
+        return 0.0 if sent_any and self._acc.has_pending() else delay
+
+    # -- produce requests -------------------------------------------------------------
+
+    def _send(self, conn: BrokerConnection, batches: list[ProducerBatch], now: float) -> None:
+        by_topic: dict[str, list[PartitionProduceData]] = {}
+        by_tp: dict[tuple[str, int], ProducerBatch] = {}
+        for batch in batches:
+            topic, partition = batch.queue.tp
+            self._metadata.touch(topic, now)
+            by_topic.setdefault(topic, []).append(PartitionProduceData(partition, batch.close()))
+            by_tp[batch.queue.tp] = batch
+            self._in_flight.add(batch)
+        request = ProduceRequest(
+            acks=self._acks,
+            timeout_ms=self._config.request_timeout_ms,
+            topic_data=[TopicProduceData(t, parts) for t, parts in by_topic.items()],
+        )
+        try:
+            fut = conn.send(request, expect_response=self._acks != 0)
+        except KafkaError as e:
+            for batch in batches:
+                self._retry_or_fail(batch, e, now)
+            return
+        self.requests_sent += 1
+        self.batches_sent += len(batches)
+        self.records_sent += sum(b.count for b in batches)
+        fut.add_done_callback(partial(self._on_response, by_tp, conn.node_id))
+
+    def _on_response(
+        self,
+        batches: dict[tuple[str, int], ProducerBatch],
+        node_id: int,
+        fut: asyncio.Future[ProduceResponse | None],
+    ) -> None:
+        now = time.monotonic()
+        if fut.cancelled():
+            exc: BaseException | None = KafkaConnectionError(
+                f"request to node {node_id} was cancelled"
+            )
+        else:
+            exc = fut.exception()
+        if exc is not None:
+            err = exc if isinstance(exc, KafkaError) else KafkaConnectionError(str(exc))
+            for batch in batches.values():
+                self._retry_or_fail(batch, err, now)
+        else:
+            response = fut.result()
+            if response is None:  # acks=0: nothing to wait for
+                for batch in batches.values():
+                    self._finish(batch, base_offset=-1)
+            else:
+                self._handle_response(batches, response, node_id, now)
+        self.wakeup()
+
+    def _handle_response(
+        self,
+        batches: dict[tuple[str, int], ProducerBatch],
+        response: ProduceResponse,
+        node_id: int,
+        now: float,
+    ) -> None:
+        for topic_response in response.responses:
+            topic = topic_response.name
+            for p in topic_response.partition_responses:
+                batch = batches.pop((topic, p.index), None)
+                if batch is None:
+                    log.warning(
+                        "node %s answered for %s[%s], which was not sent", node_id, topic, p.index
+                    )
+                    continue
+                if p.error_code == 0:
+                    self._finish(
+                        batch,
+                        base_offset=p.base_offset,
+                        append_time=p.log_append_time_ms,
+                        log_start_offset=p.log_start_offset,
+                    )
+                else:
+                    self._handle_partition_error(batch, p, now)
+        for batch in batches.values():  # the broker left these out of its answer
+            self._retry_or_fail(
+                batch, ProtocolError(f"node {node_id} sent no result for {batch.queue.tp}"), now
+            )
+
+    def _handle_partition_error(
+        self, batch: ProducerBatch, p: PartitionProduceResponse, now: float
+    ) -> None:
+        topic, partition = batch.queue.tp
+        message = p.error_message
+        if p.record_errors:
+            message = "; ".join(
+                f"record {e.batch_index}: {e.batch_index_error_message}" for e in p.record_errors
+            ) + (f" ({message})" if message else "")
+        error = error_from_response(p.error_code, topic=topic, partition=partition, message=message)
+        if error.invalid_metadata:
+            leader = p.current_leader
+            if (
+                leader is None
+                or leader.leader_id < 0
+                or not self._metadata.move_leader(
+                    topic, partition, leader.leader_id, leader.leader_epoch, None
+                )
+            ):
+                self._metadata.request_update()
+        self._retry_or_fail(batch, error, now)
+
+    # -- outcomes ------------------------------------------------------------------------
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+        if self._can_retry(batch, error, now):
+            log.debug("retrying %r after %s", batch, error)
+            self._in_flight.discard(batch)
+            self.records_retried += batch.count
+            delay = backoff_delay(
+                self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, batch.attempts + 1
+            )
+            self._acc.requeue(batch, now + delay)
+            if isinstance(error, KafkaConnectionError | KafkaTimeoutError):
+                self._metadata.request_update()
+        else:
+            self._finish(batch, error=_attach_tp(error, batch))
+
+    def _can_retry(self, batch: ProducerBatch, error: KafkaError, now: float) -> bool:
+        return (
+            error.retriable
+            and self._running
+            and batch.attempts < self._config.retries
+            and now - batch.created < self._config.delivery_timeout_ms / 1000
+        )
+
+    def _expire(self, batch: ProducerBatch, now: float) -> None:
+        topic, partition = batch.queue.tp
+        error = KafkaTimeoutError(
+            f"{batch.count} record(s) for {topic}[{partition}] expired: "
+            f"{(now - batch.created) * 1000:.0f} ms since the batch was created is past "
+            f"delivery_timeout_ms ({self._config.delivery_timeout_ms})"
+        )
+        self.records_failed += batch.count
+        batch.fail(error)
+        self._acc.deallocate(batch)
+
+    def _finish(
+        self,
+        batch: ProducerBatch,
+        *,
+        base_offset: int = -1,
+        append_time: int = -1,
+        log_start_offset: int = -1,
+        error: BaseException | None = None,
+    ) -> None:
+        if batch not in self._in_flight:
+            return  # already finished (e.g. aborted by stop before its answer came)
+        self._in_flight.discard(batch)
+        self._acc.in_flight_done(batch)
+        if error is None:
+            batch.complete(base_offset, append_time, log_start_offset)
+        else:
+            self.records_failed += batch.count
+            batch.fail(error)
+        self._acc.deallocate(batch)
+
+
+def _attach_tp(error: KafkaError, batch: ProducerBatch) -> KafkaError:
+    """Name the partition in errors that came from the connection, not the broker."""
+    if isinstance(error, BrokerResponseError):
+        return error
+    topic, partition = batch.queue.tp
+    wrapped = type(error)(f"{error} (while sending to {topic}[{partition}])")
+    wrapped.__cause__ = error
+    return wrapped
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

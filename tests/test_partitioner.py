@@ -1,0 +1,289 @@
+"""aiokafka_lite.partitioner against Kafka's murmur2 vectors (tests/data/murmur2-vectors.tsv)."""
+
+from __future__ import annotations
+
+import csv
+import random
+from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiokafka_lite.partitioner import (
+    KeyHashCache,
+    StickyPartitioner,
+    default_partition,
+    murmur2,
+    to_positive,
+)
+
+VECTORS_PATH = Path(__file__).parent / "data" / "murmur2-vectors.tsv"
+
+
+class Vector(NamedTuple):
+    key: bytes
+    hash: int
+    partition_of_7: int
+    partition_of_100: int
+
+
+def _load_vectors() -> list[Vector]:
+    with VECTORS_PATH.open(newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return [
+        Vector(
+            bytes.fromhex(row["key_hex"]),
+            int(row["murmur2_signed32"]),
+            int(row["partition_of_7"]),
+            int(row["partition_of_100"]),
+        )
+        for row in rows
+    ]
+
+
+VECTORS = _load_vectors()
+
+
+def test_vectors_cover_every_tail_length() -> None:
+    # Guards the data file itself: the tail switch (0-3 leftover bytes) must all be hit,
+    # as well as the empty key and keys with several 4-byte blocks.
+    assert len(VECTORS) >= 40
+    assert {len(v.key) % 4 for v in VECTORS} == {0, 1, 2, 3}
+    assert any(len(v.key) == 0 for v in VECTORS)
+    assert any(len(v.key) > 16 for v in VECTORS)
+
+
+@pytest.mark.parametrize("vec", VECTORS, ids=lambda v: v.key.hex() or "empty")
+def test_murmur2_vectors(vec: Vector) -> None:
+    assert murmur2(vec.key) == vec.hash
+    assert default_partition(vec.key, 7) == vec.partition_of_7
+    assert default_partition(vec.key, 100) == vec.partition_of_100
+
+
+def test_key_hash_cache_vectors() -> None:
+    cache = KeyHashCache()
+    for _ in range(2):  # first pass fills the cache, second pass hits it
+        for vec in VECTORS:
+            assert cache.hash(vec.key) == to_positive(vec.hash)
+            assert cache.partition(vec.key, 7) == vec.partition_of_7
+            assert cache.partition(vec.key, 100) == vec.partition_of_100
+    assert len(cache) == len({v.key for v in VECTORS})
+
+
+def test_key_hash_cache_is_bounded() -> None:
+    cache = KeyHashCache(capacity=8)
+    keys = [i.to_bytes(4, "big") + b"k" * (i % 5) for i in range(100)]
+    for _ in range(3):
+        for key in keys:
+            assert cache.hash(key) == to_positive(murmur2(key))
+            assert 1 <= len(cache) <= 8
+    for vec in VECTORS:
+        assert cache.hash(vec.key) == to_positive(vec.hash)
+        assert len(cache) <= 8
+
+
+def test_key_hash_cache_rejects_zero_capacity() -> None:
+    with pytest.raises(ValueError, match="capacity"):
+        KeyHashCache(capacity=0)
+
+
+def test_to_positive() -> None:
+    assert to_positive(0) == 0
+    assert to_positive(5) == 5
+    assert to_positive(-1) == 0x7FFFFFFF
+    assert to_positive(-(2**31)) == 0  # Java's Math.abs would overflow here
+    assert to_positive(2**31 - 1) == 2**31 - 1
+
+
+def test_long_key_beyond_precompiled_unpackers() -> None:
+    # Keys longer than the precompiled block unpackers take the fallback path.
+    for n in (255, 256, 257, 258, 259, 260, 1000, 1003):
+        key = bytes(range(256)) * 4
+        assert murmur2(key[:n]) == _reference_murmur2(key[:n])
+
+
+# A deliberately different shape from the implementation: one byte at a time, Java's
+# signed `int` emulated by wrapping after every operation, tail handled by fall-through.
+def _to_int32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >= 1 << 31 else x
+
+
+def _ushr(x: int, bits: int) -> int:
+    """Java's >>> on an int."""
+    return (x & 0xFFFFFFFF) >> bits
+
+
+def _reference_murmur2(data: bytes) -> int:
+    m = 0x5BD1E995
+    h = _to_int32(0x9747B28C ^ len(data))
+    whole = len(data) - len(data) % 4
+    k = 0
+    for i in range(whole):
+        k |= data[i] << (8 * (i % 4))
+        if i % 4 == 3:
+            k = _to_int32(k)
+            k = _to_int32(k * m)
+            k ^= _ushr(k, 24)
+            k = _to_int32(k * m)
+            h = _to_int32(h * m)
+            h = _to_int32(h ^ k)
+            k = 0
+    rest = len(data) % 4
+    if rest == 3:
+        h = _to_int32(h ^ (data[whole + 2] << 16))
+    if rest >= 2:
+        h = _to_int32(h ^ (data[whole + 1] << 8))
+    if rest >= 1:
+        h = _to_int32(h ^ data[whole])
+        h = _to_int32(h * m)
+    h = _to_int32(h ^ _ushr(h, 13))
+    h = _to_int32(h * m)
+    h = _to_int32(h ^ _ushr(h, 15))
+    return h
+
+
+def test_reference_matches_vectors() -> None:
+    # The property test below is only as good as its reference.
+    for vec in VECTORS:
+        assert _reference_murmur2(vec.key) == vec.hash
+
+
+@given(st.binary(min_size=0, max_size=64))
+def test_murmur2_matches_reference(data: bytes) -> None:
+    expected = _reference_murmur2(data)
+    assert murmur2(data) == expected
+    assert -(2**31) <= expected < 2**31
+    assert default_partition(data, 13) == to_positive(expected) % 13
+    assert KeyHashCache(capacity=4).hash(data) == to_positive(expected)
+
+
+# --- sticky partitioner -------------------------------------------------------------
+
+
+def test_sticky_stays_until_new_batch() -> None:
+    sp = StickyPartitioner(random.Random(1))
+    available = [0, 1, 2, 3]
+    first = sp.partition("t", available, 4)
+    assert first in available
+    for _ in range(100):
+        assert sp.partition("t", available, 4) == first
+
+    sp.on_new_batch("t", first, available, 4)
+    second = sp.partition("t", available, 4)
+    assert second != first
+    assert second in available
+    for _ in range(100):
+        assert sp.partition("t", available, 4) == second
+
+
+def test_sticky_always_moves_when_more_than_one_available() -> None:
+    sp = StickyPartitioner(random.Random(2))
+    available = [3, 5]
+    prev = sp.partition("t", available, 6)
+    for _ in range(200):
+        sp.on_new_batch("t", prev, available, 6)
+        cur = sp.partition("t", available, 6)
+        assert cur != prev
+        assert cur in available
+        prev = cur
+
+
+def test_sticky_only_picks_available_partitions() -> None:
+    sp = StickyPartitioner(random.Random(3))
+    available = [1, 4, 7]
+    seen = {sp.partition("t", available, 10)}
+    for _ in range(300):
+        prev = sp.partition("t", available, 10)
+        sp.on_new_batch("t", prev, available, 10)
+        seen.add(sp.partition("t", available, 10))
+    assert seen == set(available)
+
+
+def test_sticky_single_available_partition() -> None:
+    sp = StickyPartitioner(random.Random(4))
+    assert sp.partition("t", [2], 5) == 2
+    sp.on_new_batch("t", 2, [2], 5)
+    assert sp.partition("t", [2], 5) == 2
+
+
+def test_sticky_leaves_a_partition_that_became_unavailable() -> None:
+    sp = StickyPartitioner(random.Random(5))
+    first = sp.partition("t", [0, 1, 2], 3)
+    remaining = [p for p in (0, 1, 2) if p != first]
+    sp.on_new_batch("t", first, remaining, 3)
+    assert sp.partition("t", remaining, 3) in remaining
+
+
+def test_sticky_falls_back_to_all_partitions_when_none_available() -> None:
+    sp = StickyPartitioner(random.Random(6))
+    seen = set()
+    prev = sp.partition("t", [], 4)
+    seen.add(prev)
+    for _ in range(200):
+        sp.on_new_batch("t", prev, [], 4)
+        cur = sp.partition("t", [], 4)
+        assert cur != prev
+        assert 0 <= cur < 4
+        seen.add(cur)
+        prev = cur
+    assert seen == {0, 1, 2, 3}
+
+
+def test_sticky_no_partitions_at_all() -> None:
+    sp = StickyPartitioner()
+    with pytest.raises(ValueError, match="no partitions"):
+        sp.partition("t", [], 0)
+
+
+def test_sticky_spreads_over_all_partitions() -> None:
+    sp = StickyPartitioner(random.Random(7))
+    n = 10
+    available = list(range(n))
+    batches = 5000
+    counts: Counter[int] = Counter()
+    for _ in range(batches):
+        part = sp.partition("t", available, n)
+        counts[part] += 1
+        sp.on_new_batch("t", part, available, n)
+    assert set(counts) == set(available)
+    # Uniform would be 500 per partition; a biased choice would fall far outside this.
+    assert all(400 <= c <= 600 for c in counts.values()), counts
+
+
+def test_sticky_topics_are_independent() -> None:
+    sp = StickyPartitioner(random.Random(8))
+    available = list(range(8))
+    a = sp.partition("a", available, 8)
+    b = sp.partition("b", available, 8)
+    sp.on_new_batch("a", a, available, 8)
+    assert sp.partition("a", available, 8) != a
+    assert sp.partition("b", available, 8) == b
+
+
+def test_sticky_ignores_stale_new_batch() -> None:
+    sp = StickyPartitioner(random.Random(9))
+    available = list(range(6))
+    first = sp.partition("t", available, 6)
+    sp.on_new_batch("t", first, available, 6)
+    second = sp.partition("t", available, 6)
+    # A second notification about the old partition must not move the topic again.
+    sp.on_new_batch("t", first, available, 6)
+    assert sp.partition("t", available, 6) == second
+
+
+def test_sticky_on_new_batch_before_first_use() -> None:
+    sp = StickyPartitioner(random.Random(10))
+    sp.on_new_batch("t", 0, [0, 1], 2)
+    assert sp.partition("t", [0, 1], 2) == 1
+
+
+def test_sticky_forget() -> None:
+    sp = StickyPartitioner(random.Random(11))
+    sp.partition("t", [0, 1, 2], 3)
+    sp.forget("t")
+    sp.forget("unknown")
+    assert sp.partition("t", [5], 6) == 5

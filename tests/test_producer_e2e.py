@@ -1,0 +1,391 @@
+"""The producer against the real embedded broker, checked by other clients' consumers."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+
+import pytest
+from conftest import TopicFactory
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
+from readers import ReadRecord, read_all_aiokafka, read_all_confluent
+
+from aiokafka_lite import AIOKafkaProducer, RecordMetadata
+from aiokafka_lite.errors import (
+    BufferFullError,
+    IllegalStateError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    SerializationError,
+)
+
+
+def java_partition(key: bytes, n: int) -> int:
+    return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
+
+
+async def test_round_trip_read_back_by_two_independent_consumers(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(3)
+    rng = random.Random(7)
+    sent: list[
+        tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int | None, int | None]
+    ] = []
+    for i in range(20_000):
+        kind = i % 4
+        key = f"key-{rng.randrange(500)}".encode() if kind in (0, 1) else None
+        value = None if i % 997 == 0 else rng.randbytes(rng.randrange(0, 200))
+        headers = [("h", b"%d" % i), ("h", None), ("trace", b"x")] if kind == 1 else []
+        ts = 1_600_000_000_000 + i * 3 if kind == 2 else None
+        partition = i % 3 if kind == 3 else None
+        sent.append((key, value, headers, ts, partition))
+
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=2) as producer:
+        futures = [
+            await producer.send(topic, v, key=k, headers=h, timestamp_ms=ts, partition=p)
+            for k, v, h, ts, p in sent
+        ]
+        results: list[RecordMetadata] = await asyncio.gather(*futures)
+
+    by_position = {(md.partition, md.offset): i for i, md in enumerate(results)}
+    assert len(by_position) == len(sent), "two records reported the same partition/offset"
+
+    confluent = read_all_confluent(bootstrap, topic, expected=len(sent))
+    aiokafka = await read_all_aiokafka(bootstrap, topic, expected=len(sent))
+    assert len(confluent) == len(sent)
+    assert confluent == aiokafka
+
+    for record in confluent:
+        i = by_position[(record.partition, record.offset)]
+        key, value, headers, ts, partition = sent[i]
+        md = results[i]
+        assert (record.key, record.value) == (key, value)
+        assert record.headers == headers
+        assert record.timestamp == md.timestamp
+        assert record.timestamp_type == md.timestamp_type == 0
+        if ts is not None:
+            assert record.timestamp == ts
+        if partition is not None:
+            assert record.partition == partition
+        elif key is not None:
+            assert record.partition == java_partition(key, 3)
+
+    # Per partition, offsets follow send order.
+    for p in range(3):
+        indices = [by_position[(r.partition, r.offset)] for r in confluent if r.partition == p]
+        assert indices == sorted(indices)
+
+
+async def test_keyed_records_follow_javas_murmur2(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(7)
+    keys = [f"user-{i}".encode() for i in range(300)]
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+        results = [await producer.send_and_wait(topic, b"v", key=k) for k in keys]
+    assert [md.partition for md in results] == [java_partition(k, 7) for k in keys]
+
+
+async def test_keyless_records_stick_then_spread(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(4)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, batch_size=1024) as producer:
+        futures = [await producer.send(topic, b"x" * 100) for _ in range(2000)]
+        partitions = [md.partition for md in await asyncio.gather(*futures)]
+    # Sticky: long runs on one partition, switching about every batch_size bytes.
+    switches = sum(1 for a, b in itertools.pairwise(partitions) if a != b)
+    assert switches < len(partitions) / 5
+    assert set(partitions) == {0, 1, 2, 3}
+
+
+async def test_linger_holds_records_until_flush(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, linger_ms=60_000, delivery_timeout_ms=200_000
+    ) as producer:
+        futures = [await producer.send(topic, b"%d" % i) for i in range(50)]
+        await asyncio.sleep(0.3)
+        assert not any(f.done() for f in futures), "linger_ms=60000 must hold the batch"
+        await producer.flush()
+        assert all(f.done() for f in futures)
+        offsets = [f.result().offset for f in futures]
+        assert offsets == list(range(50))
+        m = producer.metrics()
+        assert m["batch-total"] == 1 and m["request-total"] == 1
+
+
+async def test_batch_size_splits_batches(bootstrap: str, topic_factory: TopicFactory) -> None:
+    topic = topic_factory(1)
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, linger_ms=60_000, batch_size=2048, delivery_timeout_ms=200_000
+    ) as producer:
+        futures = [await producer.send(topic, b"x" * 100) for _ in range(200)]
+        await producer.flush()
+        await asyncio.gather(*futures)
+        m = producer.metrics()
+    # 200 records of ~110 bytes in batches of at most 2048 bytes: at least 11 batches,
+    # and not one per record either.
+    assert 11 <= m["batch-total"] <= 20
+    assert m["record-send-total"] == 200
+
+
+async def test_full_batches_are_sent_without_waiting_for_linger(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, linger_ms=60_000, batch_size=1024, delivery_timeout_ms=200_000
+    ) as producer:
+        futures = [await producer.send(topic, b"x" * 100) for _ in range(40)]
+        # The first batches filled up; they go out although linger has not passed.
+        await asyncio.wait_for(futures[0], timeout=10)
+        assert not futures[-1].done()
+
+
+async def test_backpressure_bounds_memory(bootstrap: str, topic_factory: TopicFactory) -> None:
+    topic = topic_factory(2)
+    limit = 64 * 1024
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, buffer_memory=limit, batch_size=8192
+    ) as producer:
+        acc = producer._acc
+        peak = 0
+        futures = []
+        for i in range(3000):  # ~3 MiB through a 64 KiB buffer
+            futures.append(await producer.send(topic, b"y" * 1000, key=b"%d" % i))
+            peak = max(peak, acc.used)
+        results = await asyncio.gather(*futures)
+    assert peak <= limit
+    assert len({(r.partition, r.offset) for r in results}) == 3000
+    assert len(read_all_confluent(bootstrap, topic, expected=3000)) == 3000
+
+
+async def test_try_send_fails_fast_when_buffer_is_full(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        buffer_memory=16 * 1024,
+        linger_ms=60_000,
+        batch_size=1 << 20,
+        max_request_size=1 << 20,
+        delivery_timeout_ms=200_000,
+    ) as producer:
+        await producer.partitions_for(topic)
+        accepted = []
+        with pytest.raises(BufferFullError, match="buffer_memory"):
+            for _ in range(1000):
+                accepted.append(producer.try_send(topic, b"z" * 500))
+        assert 10 < len(accepted) < 40
+        await producer.flush()
+        assert all(f.result().offset >= 0 for f in accepted)
+
+
+async def test_send_waits_at_most_max_block_ms_for_memory(
+    fresh_broker: object, topic_factory: TopicFactory
+) -> None:
+    from aiokafka_lite.embedded import EmbeddedBroker
+
+    assert isinstance(fresh_broker, EmbeddedBroker)
+    topic = topic_factory(1, bootstrap=fresh_broker.bootstrap_servers)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=fresh_broker.bootstrap_servers,
+        buffer_memory=8 * 1024,
+        max_block_ms=300,
+        request_timeout_ms=2000,
+    )
+    await producer.start()
+    try:
+        with pytest.raises(RecordTooLargeError, match="buffer_memory"):
+            await producer.send(topic, b"q" * 9000)  # can never fit, so fails at once
+        await producer.send_and_wait(topic, b"ok")
+        fresh_broker.kill()  # from now on nothing is delivered, so nothing frees memory
+        futures = [await producer.send(topic, b"r" * 1000) for _ in range(7)]
+        start = time.monotonic()
+        with pytest.raises(KafkaTimeoutError, match=r"buffer_memory .* max_block_ms"):
+            await producer.send(topic, b"r" * 1000)
+        assert 0.25 < time.monotonic() - start < 3
+    finally:
+        await producer.stop(timeout=1)
+    assert all(f.done() for f in futures)
+
+
+async def test_max_block_ms_on_a_topic_that_never_appears(bootstrap: str) -> None:
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, allow_auto_create_topics=False, max_block_ms=800
+    ) as producer:
+        start = time.monotonic()
+        with pytest.raises(KafkaTimeoutError, match=r"no-such-topic-.*max_block_ms"):
+            await producer.send(f"no-such-topic-{random.randrange(1 << 30)}", b"v")
+        assert time.monotonic() - start < 5
+
+
+async def test_unknown_topic_is_auto_created_when_allowed(bootstrap: str) -> None:
+    topic = f"auto-{random.randrange(1 << 30)}"
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+        md = await producer.send_and_wait(topic, b"v", key=b"k")
+        assert md.topic == topic and md.offset == 0
+        assert await producer.partitions_for(topic) == set(
+            range(len(await producer.partitions_for(topic)))
+        )
+
+
+async def test_bad_record_fails_only_its_own_call(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(2)
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, max_request_size=10_000, value_serializer=_strict_serializer
+    ) as producer:
+        good1 = await producer.send(topic, b"a")
+        with pytest.raises(RecordTooLargeError, match="max_request_size"):
+            await producer.send(topic, b"x" * 20_000)
+        with pytest.raises(ValueError, match="partition 5 is out of range"):
+            await producer.send(topic, b"b", partition=5)
+        with pytest.raises(SerializationError, match=topic):
+            await producer.send(topic, "not bytes")
+        with pytest.raises(TypeError, match="header"):
+            await producer.send(topic, b"c", headers=[("k", "str-value")])  # type: ignore[list-item]
+        good2 = await producer.send(topic, b"d")
+        assert (await good1).offset >= 0 and (await good2).offset >= 0
+
+
+def _strict_serializer(value: object) -> bytes:
+    if not isinstance(value, bytes):
+        raise TypeError("only bytes")
+    return value
+
+
+@pytest.mark.parametrize("acks", [0, 1, -1, "all"])
+async def test_acks(bootstrap: str, topic_factory: TopicFactory, acks: int | str) -> None:
+    topic = topic_factory(1)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks) as producer:
+        results = await asyncio.gather(*[await producer.send(topic, b"%d" % i) for i in range(100)])
+    if acks == 0:
+        assert all(md.offset == -1 for md in results)  # no answer, so no offset (as Java)
+    else:
+        assert [md.offset for md in results] == list(range(100))
+    records = read_all_confluent(bootstrap, topic, expected=100)
+    assert [r.value for r in records] == [b"%d" % i for i in range(100)]
+
+
+async def test_create_batch_and_send_batch(bootstrap: str, topic_factory: TopicFactory) -> None:
+    topic = topic_factory(2)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+        first = await producer.send_and_wait(topic, b"before", partition=1)
+        batch = producer.create_batch()
+        for i in range(10):
+            assert batch.append(key=b"k%d" % i, value=b"v%d" % i, timestamp=None) is not None
+        assert batch.record_count() == 10 and batch.size() > 0
+        md = await (await producer.send_batch(batch, topic, partition=1))
+    assert md.partition == 1 and md.offset == first.offset + 1
+    records = read_all_confluent(bootstrap, topic, expected=11)
+    assert [r.value for r in records] == [b"before"] + [b"v%d" % i for i in range(10)]
+
+
+async def test_stop_delivers_pending_records(bootstrap: str, topic_factory: TopicFactory) -> None:
+    topic = topic_factory(1)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, linger_ms=60_000, delivery_timeout_ms=200_000
+    )
+    await producer.start()
+    futures = [await producer.send(topic, b"%d" % i) for i in range(100)]
+    await producer.stop()
+    assert [f.result().offset for f in futures] == list(range(100))
+
+
+async def test_lifecycle_errors(bootstrap: str, topic_factory: TopicFactory) -> None:
+    topic = topic_factory(1)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    with pytest.raises(IllegalStateError, match="not started"):
+        await producer.send(topic, b"v")
+    await producer.start()
+    await producer.send_and_wait(topic, b"v")
+    await producer.stop()
+    await producer.stop()  # idempotent
+    with pytest.raises(ProducerClosedError):
+        await producer.send(topic, b"v")
+
+
+async def test_start_fails_clearly_without_a_broker() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket closes
+    producer = AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", request_timeout_ms=2000)
+    with pytest.raises(Exception, match=f"unable to bootstrap from 127.0.0.1:{port}"):
+        await producer.start()
+    await producer.stop()
+
+
+def _our_tasks() -> set[asyncio.Task[object]]:
+    return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+
+
+async def test_stop_with_broker_killed_returns_in_time(
+    fresh_broker: object, topic_factory: TopicFactory
+) -> None:
+    import psutil
+
+    from aiokafka_lite.embedded import EmbeddedBroker
+
+    assert isinstance(fresh_broker, EmbeddedBroker)
+    topic = topic_factory(1, bootstrap=fresh_broker.bootstrap_servers)
+    before = _our_tasks()
+    producer = AIOKafkaProducer(
+        bootstrap_servers=fresh_broker.bootstrap_servers,
+        linger_ms=60_000,
+        request_timeout_ms=2000,
+        delivery_timeout_ms=200_000,
+    )
+    await producer.start()
+    first = await producer.send(topic, b"first")
+    await producer.flush()  # linger_ms=60000 would hold it otherwise
+    assert first.result().offset == 0
+    futures = [await producer.send(topic, b"%d" % i) for i in range(50)]
+    fresh_broker.kill()
+    start = time.monotonic()
+    await producer.stop(timeout=2.0)
+    elapsed = time.monotonic() - start
+    assert elapsed < 4.0
+    assert all(f.done() for f in futures)
+    errors = [f.exception() for f in futures]
+    assert all(isinstance(e, KafkaTimeoutError) for e in errors), errors[:3]
+    assert "stopped before this record was delivered" in str(errors[0])
+    assert _our_tasks() <= before, "stop() left tasks behind"
+    port = fresh_broker.port
+    leftover = [c for c in psutil.Process().net_connections() if c.raddr and c.raddr.port == port]
+    assert not leftover, f"stop() left sockets open: {leftover}"
+
+
+async def test_records_survive_a_broker_restart_window(
+    fresh_broker: object, topic_factory: TopicFactory
+) -> None:
+    """The broker dies and comes back (empty, on the same port): retries deliver the batch."""
+    from aiokafka_lite.embedded import EmbeddedBroker
+
+    assert isinstance(fresh_broker, EmbeddedBroker)
+    bootstrap = fresh_broker.bootstrap_servers
+    topic = topic_factory(1, bootstrap=bootstrap)
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, request_timeout_ms=3000, retry_backoff_ms=50
+    ) as producer:
+        await producer.send_and_wait(topic, b"before")
+        fresh_broker.kill()
+        fut = await producer.send(topic, b"during")
+        await asyncio.sleep(0.5)
+        assert not fut.done()
+        await asyncio.to_thread(fresh_broker.restart)
+        md = await asyncio.wait_for(fut, timeout=20)  # the topic is auto-created again
+        assert md.topic == topic
+    records: list[ReadRecord] = read_all_confluent(bootstrap, topic, expected=1)
+    assert [r.value for r in records] == [b"during"]

@@ -24,13 +24,15 @@ import asyncio
 import collections
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .errors import KafkaError, KafkaTimeoutError, RecordTooLargeError
 from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
 from .structs import RecordMetadata, TopicPartition
 
 __all__ = ["PartitionQueue", "ProducerBatch", "RecordAccumulator"]
+
+_new_tuple = tuple.__new__
 
 TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
@@ -78,13 +80,18 @@ class ProducerBatch(RecordBatchBuilder):
             ts_type = TIMESTAMP_CREATE_TIME
             timestamps = self.timestamps
         offset = base_offset
+        step = 1 if base_offset >= 0 else 0  # acks=0 reports -1 for every record
         for fut, ts in zip(self.futures, timestamps, strict=True):
-            if not fut.done():
+            if not fut.done():  # the caller may have cancelled it
+                # tuple.__new__ skips NamedTuple's Python-level __new__: this
+                # loop runs once per record.
                 fut.set_result(
-                    RecordMetadata(topic, partition, tp, offset, ts, ts_type, log_start_offset)
+                    _new_tuple(
+                        RecordMetadata,
+                        (topic, partition, tp, offset, ts, ts_type, log_start_offset),
+                    )
                 )
-            if base_offset >= 0:  # acks=0 reports -1 for every record
-                offset += 1
+            offset += step
         if not self.done.done():
             self.done.set_result(None)
 
@@ -148,7 +155,7 @@ class RecordAccumulator:
             q = parts[partition] = PartitionQueue(topic, partition)
         return q
 
-    def try_append(
+    def append(
         self,
         topic: str,
         partition: int,
@@ -157,22 +164,16 @@ class RecordAccumulator:
         value: bytes | None,
         headers: Sequence[Header] | None,
         size: int,
+        reserved: int = 0,
     ) -> asyncio.Future[RecordMetadata] | None:
-        """Append at once, or return None if ``size`` more bytes would exceed the budget."""
-        if self.used + size > self.limit or self._waiters:
-            return None
-        return self._append(topic, partition, timestamp, key, value, headers, 0)
+        """Append one record and return its future; the hot path of ``send()``.
 
-    def _append(
-        self,
-        topic: str,
-        partition: int,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] | None,
-        reserved: int,
-    ) -> asyncio.Future[RecordMetadata]:
+        ``size`` is an upper bound of the record's encoded size. Returns None,
+        appending nothing, when that much budget is not free (or others are
+        already waiting for it), unless the caller holds ``reserved`` bytes.
+        """
+        if not reserved and (self.used + size > self.limit or self._waiters):
+            return None
         try:
             q = self._queues[topic][partition]
         except KeyError:
@@ -217,7 +218,9 @@ class RecordAccumulator:
     ) -> asyncio.Future[RecordMetadata]:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
         await self._reserve(size, topic, timeout)
-        return self._append(topic, partition, timestamp, key, value, headers, size)
+        fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=size)
+        # With the memory reserved, append cannot refuse the record.
+        return cast("asyncio.Future[RecordMetadata]", fut)
 
     async def append_built(
         self, topic: str, partition: int, builder: RecordBatchBuilder, timeout: float

@@ -178,12 +178,23 @@ class NetworkClient:
         nodes = self.metadata.cluster.nodes
         return nodes if nodes else self._bootstrap.nodes
 
-    def close_idle(self, now: float) -> None:
+    def close_idle(self, now: float) -> float:
+        """Close connections idle past ``connections_max_idle_ms``; return s to the next check."""
         limit = self._config.connections_max_idle_ms / 1000
+        next_check = limit
         for conn in list(self._conns.values()):
-            if conn.in_flight == 0 and now - conn.last_activity > limit:
-                log.debug("closing idle connection to node %s", conn.node_id)
+            if conn.in_flight:
+                continue  # busy; its answer or its request timeout comes first
+            idle = now - conn.last_activity
+            if idle >= limit:
+                log.debug("closing connection to node %s, idle for %.0f s", conn.node_id, idle)
+                # Forget it first: a deliberate close is no sign that the
+                # cluster changed, so _on_lost must not ask for metadata.
+                del self._conns[conn.node_id]
                 conn.close()
+            else:
+                next_check = min(next_check, limit - idle)
+        return next_check
 
     def _track(self, task: asyncio.Task[Any]) -> None:
         self._tasks.add(task)

@@ -70,8 +70,7 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             raise ConfigError("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
         if self.enable_idempotence:
             raise ConfigError(
-                "enable_idempotence: the idempotent producer is not implemented yet; "
-                "leave it False"
+                "enable_idempotence: the idempotent producer is not implemented yet; leave it False"
             )
         if self.max_request_size < 64:
             raise ConfigError("max_request_size is too small to hold a record batch")
@@ -150,15 +149,23 @@ def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for item in items:
         item = item.strip()
-        if not item:
-            continue
-        host, sep, port = item.rpartition(":")
-        if not sep:
-            host, port = item, "9092"
-        host = host.strip("[]")  # IPv6 literals: [::1]:9092
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(f"bootstrap_servers: cannot parse {item!r} as host:port")
-        out.append((host, int(port)))
+        if item:
+            out.append(_parse_address(item))
     if not out:
         raise ConfigError("bootstrap_servers: no broker address given")
     return out
+
+
+def _parse_address(item: str) -> tuple[str, int]:
+    if item.startswith("["):  # [IPv6] or [IPv6]:port
+        host, _, rest = item[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ("9092" if not rest else "?")
+    elif item.count(":") > 1:  # a bare IPv6 address, no port
+        host, port = item, "9092"
+    else:
+        host, sep, port = item.rpartition(":")
+        if not sep:
+            host, port = item, "9092"
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"bootstrap_servers: cannot parse {item!r} as host:port")
+    return host, int(port)

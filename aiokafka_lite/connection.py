@@ -185,11 +185,10 @@ class BrokerConnection(asyncio.Protocol):
         With ``expect_response=False`` (Produce with acks=0 gets no answer)
         the future is already resolved with ``None``.
         """
-        if self._closed is not None:
-            raise KafkaConnectionError(
-                f"connection to node {self.node_id} is closed"
-            ) from self._closed
-        assert self._transport is not None
+        if self._closed is not None or self._transport is None:
+            raise KafkaConnectionError(f"connection to node {self.node_id} is not open") from (
+                self._closed
+            )
         cls = type(request)
         if version is None:
             version = self.version_for(cls)

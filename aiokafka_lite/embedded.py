@@ -125,7 +125,11 @@ class EmbeddedBroker:
         *,
         binary: str | None = None,
         startup_timeout: float = 15.0,
+        advertised_port: int | None = None,
     ) -> None:
+        # advertised_port: what metadata tells clients to connect to, when it is
+        # not the listen port (e.g. a proxy in front of the broker).
+        self._advertised_port = advertised_port
         self._port = port
         self._host = host
         self._extra_args = tuple(extra_args)
@@ -261,16 +265,16 @@ class EmbeddedBroker:
     # ------------------------------------------------------------------ internals
 
     def _command(self, binary: str) -> list[str]:
-        url = f"tcp://{self._host}:{self.port}"
-        if ":" in self._host:
-            url = f"tcp://[{self._host}]:{self.port}"
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        url = f"tcp://{host}:{self.port}"
+        advertised = f"tcp://{host}:{self._advertised_port or self.port}"
         return [
             binary,
             "broker",
             "--listener-url",
             url,
             "--advertised-listener-url",
-            url,
+            advertised,
             *self._extra_args,
         ]
 

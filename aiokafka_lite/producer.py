@@ -98,6 +98,7 @@ class AIOKafkaProducer(Generic[K, V]):
         self._key_serializer: Callable[[Any], bytes | None] | None = cfg.key_serializer
         self._value_serializer: Callable[[Any], bytes | None] | None = cfg.value_serializer
         self._partitioner: Callable[..., int] | None = cfg.partitioner
+        self._serializing = cfg.key_serializer is not None or cfg.value_serializer is not None
         self._max_block = cfg.max_block_ms / 1000
         self._max_request_size = cfg.max_request_size
         self._batch_size = cfg.batch_size
@@ -246,19 +247,40 @@ class AIOKafkaProducer(Generic[K, V]):
         parts = self._metadata.partitions_by_topic.get(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
-        key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
+        # Untyped locals from here: serializers turn K and V into bytes.
+        k: Any = key
+        v: Any = value
+        if (
+            self._serializing
+            or headers
+            or (k is not None and type(k) is not bytes)
+            or (v is not None and type(v) is not bytes)
+        ):
+            k, v, size, headers = self._prepare(topic, k, v, headers)
+        else:  # plain bytes: the common case, sized inline
+            size = _RECORD_OVERHEAD
+            if k is not None:
+                size += len(k)
+            if v is not None:
+                size += len(v)
+            if size > self._max_request_size:
+                self._prepare(topic, k, v, headers)  # raises, naming the topic
+            headers = None
         if partition is None:
-            partition = self._choose_partition(topic, key_bytes, parts, size)
+            if k is not None and self._partitioner is None:
+                partition = self._hashes.hash(k) % len(parts)
+            else:
+                partition = self._choose_partition(topic, k, parts, size)
         elif not 0 <= partition < len(parts):
             raise ValueError(
                 f"partition {partition} is out of range for {topic!r}, "
                 f"which has {len(parts)} partition(s)"
             )
         ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-        fut = self._acc.try_append(topic, partition, ts, key_bytes, value_bytes, headers, size)
+        fut = self._acc.append(topic, partition, ts, k, v, headers, size)
         if fut is None:
             fut = await self._acc.append_wait(
-                topic, partition, ts, key_bytes, value_bytes, headers, size, self._max_block
+                topic, partition, ts, k, v, headers, size, self._max_block
             )
         return fut
 
@@ -305,7 +327,7 @@ class AIOKafkaProducer(Generic[K, V]):
         elif not 0 <= partition < len(parts):
             raise ValueError(f"partition {partition} is out of range for {topic!r}")
         ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-        fut = self._acc.try_append(topic, partition, ts, key_bytes, value_bytes, headers, size)
+        fut = self._acc.append(topic, partition, ts, key_bytes, value_bytes, headers, size)
         if fut is None:
             raise BufferFullError(
                 f"buffer_memory ({self._acc.limit} bytes) is full; record for {topic!r} not sent"

@@ -132,28 +132,41 @@ class RecordBatchBuilder:
         gets a batch of its own).
         """
         tsd = timestamp - self.base_timestamp
-        ts_b = _VARINT[tsd] if 0 <= tsd < _TABLE_SIZE else _zigzag_varint(tsd)
         od = self.count
-        od_b = _VARINT[od] if od < _TABLE_SIZE else _zigzag_varint(od)
         if key is None:
             k_b = _NULL
             key = b""
         else:
-            k_b = _VARINT[len(key)] if len(key) < _TABLE_SIZE else _zigzag_varint(len(key))
+            n = len(key)
+            k_b = _VARINT[n] if n < _TABLE_SIZE else _zigzag_varint(n)
         if value is None:
             v_b = _NULL
             value = b""
         else:
-            v_b = _VARINT[len(value)] if len(value) < _TABLE_SIZE else _zigzag_varint(len(value))
-        h_b = _encode_headers(headers) if headers else b"\x00"
-        length = 1 + len(ts_b) + len(od_b) + len(k_b) + len(key) + len(v_b) + len(value) + len(h_b)
-        len_b = _VARINT[length] if length < _TABLE_SIZE else _zigzag_varint(length)
-        added = len(len_b) + length
+            n = len(value)
+            v_b = _VARINT[n] if n < _TABLE_SIZE else _zigzag_varint(n)
+        # Everything after the length prefix in one join; its length then
+        # gives the prefix. Cheaper than summing the parts' lengths.
+        body = b"".join(
+            (
+                b"\x00",  # attributes
+                _VARINT[tsd] if 0 <= tsd < _TABLE_SIZE else _zigzag_varint(tsd),
+                _VARINT[od] if od < _TABLE_SIZE else _zigzag_varint(od),
+                k_b,
+                key,
+                v_b,
+                value,
+                _encode_headers(headers) if headers else b"\x00",
+            )
+        )
+        n = len(body)
+        len_b = _VARINT[n] if n < _TABLE_SIZE else _zigzag_varint(n)
+        added = len(len_b) + n
         buf = self.buf
         if od and len(buf) + added > limit:
             return 0
-        # One join, one extend: fewer temporary objects than extending piece by piece.
-        buf += b"".join((len_b, b"\x00", ts_b, od_b, k_b, key, v_b, value, h_b))
+        buf += len_b
+        buf += body
         self.count = od + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp

@@ -151,6 +151,7 @@ class Sender:
                 self._send(conn, batches, now)
                 sent_any = True
         delay = min(delay, self._client.maybe_update_metadata(now))
+        delay = min(delay, self._client.close_idle(now))
         if self._acc.closing and self.idle:
             delay = min(delay, 0.05)
         return 0.0 if sent_any and self._acc.has_pending() else delay

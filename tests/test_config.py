@@ -1,0 +1,213 @@
+"""aiokafka_lite.config: defaults, aliases, validation messages and bootstrap parsing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import aiokafka_lite
+from aiokafka_lite.config import ProducerConfig, parse_bootstrap
+from aiokafka_lite.errors import ConfigError, KafkaError
+
+
+def test_defaults() -> None:
+    cfg = ProducerConfig.from_kwargs()
+    assert cfg.acks == "all"
+    assert cfg.acks_value == -1
+    assert cfg.linger_ms == 5
+    assert cfg.batch_size == 16384
+    assert cfg.buffer_memory == 32 * 1024 * 1024
+    assert cfg.delivery_timeout_ms == 120_000
+    assert cfg.request_timeout_ms == 30_000
+    assert cfg.max_block_ms == 60_000
+    assert cfg.max_in_flight_requests_per_connection == 5
+    assert cfg.bootstrap_servers == "localhost:9092"
+    assert cfg.enable_idempotence is False
+    assert cfg.key_serializer is None
+    assert cfg.value_serializer is None
+    # the direct constructor has the same defaults
+    assert ProducerConfig() == cfg
+
+
+def test_config_is_frozen() -> None:
+    cfg = ProducerConfig.from_kwargs()
+    with pytest.raises(AttributeError):
+        cfg.linger_ms = 10  # type: ignore[misc]
+
+
+def test_max_batch_size_alias_maps_to_batch_size() -> None:
+    assert ProducerConfig.from_kwargs(max_batch_size=1000).batch_size == 1000
+    assert ProducerConfig.from_kwargs(batch_size=2000).batch_size == 2000
+    with pytest.raises(ConfigError, match="batch_size"):
+        ProducerConfig.from_kwargs(max_batch_size=0)
+
+
+@pytest.mark.parametrize(
+    ("acks", "wire"),
+    [(0, 0), (1, 1), (-1, -1), ("all", -1), ("-1", -1)],
+)
+def test_acks_values(acks: Any, wire: int) -> None:
+    assert ProducerConfig.from_kwargs(acks=acks).acks_value == wire
+
+
+def test_other_values_accepted() -> None:
+    cfg = ProducerConfig.from_kwargs(
+        bootstrap_servers=["a:1", "b:2"],
+        client_id="me",
+        linger_ms=0,
+        batch_size=1,
+        request_timeout_ms=1000,
+        delivery_timeout_ms=1000,  # == linger_ms + request_timeout_ms: allowed
+        key_serializer=str.encode,
+        value_serializer=lambda v: v,
+        partitioner=lambda key, partitions, available: 0,
+    )
+    assert cfg.linger_ms == 0
+    assert cfg.delivery_timeout_ms == 1000
+    assert cfg.key_serializer is str.encode
+    assert ProducerConfig.from_kwargs(linger_ms=2.5).linger_ms == 2.5  # float accepted
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"linger_ms": -1}, "linger_ms"),
+        ({"linger_ms": -0.5}, "linger_ms"),
+        ({"linger_ms": "5"}, "linger_ms"),
+        ({"linger_ms": None}, "linger_ms"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": -1}, "batch_size"),
+        ({"batch_size": 16384.0}, "batch_size"),
+        ({"batch_size": True}, "batch_size"),
+        ({"buffer_memory": 10}, "buffer_memory"),
+        ({"request_timeout_ms": 0}, "request_timeout_ms"),
+        ({"max_block_ms": -1}, "max_block_ms"),
+        ({"max_in_flight_requests_per_connection": 0}, "max_in_flight_requests_per_connection"),
+        ({"acks": 2}, "acks"),
+        ({"acks": "1"}, "acks"),
+        ({"acks": "none"}, "acks"),
+        ({"acks": True}, "acks"),
+        ({"client_id": 5}, "client_id"),
+        ({"retries": -1}, "retries"),
+        ({"key_serializer": 5}, "key_serializer"),
+        ({"value_serializer": "json"}, "value_serializer"),
+        ({"partitioner": 3}, "partitioner"),
+        ({"delivery_timeout_ms": 30_000}, "delivery_timeout_ms"),
+        ({"delivery_timeout_ms": 30_004, "linger_ms": 5}, "delivery_timeout_ms"),
+        ({"delivery_timeout_ms": 1000, "request_timeout_ms": 1000, "linger_ms": 1}, "delivery"),
+        ({"bootstrap_servers": "host:notaport"}, "bootstrap_servers"),
+        ({"bootstrap_servers": ""}, "bootstrap_servers"),
+        ({"bootstrap_servers": ":9092"}, "bootstrap_servers"),
+        ({"bootstrap_servers": 9092}, "bootstrap_servers"),
+        ({"bootstrap_servers": ["ok:1", "bad:port"]}, "bootstrap_servers"),
+        ({"compression_type": "gzip-ish"}, "compression_type"),
+        ({"security_protocol": "SSL"}, "security_protocol"),
+        ({"enable_idempotence": True}, "enable_idempotence"),
+    ],
+)
+def test_bad_values_raise_config_error_naming_the_field(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        ProducerConfig.from_kwargs(**kwargs)
+    assert field in str(info.value)
+
+
+def test_wrong_type_message_is_helpful() -> None:
+    with pytest.raises(ConfigError) as info:
+        ProducerConfig.from_kwargs(linger_ms="5")
+    text = str(info.value)
+    assert text.startswith("linger_ms")
+    assert "str" in text
+
+
+def test_unknown_option_suggests_the_close_name() -> None:
+    with pytest.raises(ConfigError) as info:
+        ProducerConfig.from_kwargs(linger=5)
+    text = str(info.value)
+    assert "'linger'" in text
+    assert "did you mean" in text
+    assert "'linger_ms'" in text
+
+
+def test_unknown_option_suggests_the_alias() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'max_batch_size'"):
+        ProducerConfig.from_kwargs(max_batch_sise=5)
+
+
+def test_unknown_option_without_a_close_name() -> None:
+    with pytest.raises(ConfigError) as info:
+        ProducerConfig.from_kwargs(zzzzqqq=1)
+    assert "'zzzzqqq'" in str(info.value)
+    assert "did you mean" not in str(info.value)
+
+
+def test_delivery_timeout_message_shows_the_numbers() -> None:
+    with pytest.raises(ConfigError) as info:
+        ProducerConfig.from_kwargs(delivery_timeout_ms=1000, linger_ms=5, request_timeout_ms=2000)
+    text = str(info.value)
+    assert "delivery_timeout_ms" in text
+    assert "linger_ms" in text
+    assert "request_timeout_ms" in text
+    assert "1000" in text
+
+
+def test_config_error_is_a_value_error_and_kafka_error() -> None:
+    assert issubclass(ConfigError, ValueError)
+    assert issubclass(ConfigError, KafkaError)
+    with pytest.raises(ValueError, match="linger_ms"):
+        ProducerConfig.from_kwargs(linger_ms=-1)
+
+
+def test_producer_constructor_validates_without_a_loop() -> None:
+    with pytest.raises(ConfigError, match="linger_ms"):
+        aiokafka_lite.AIOKafkaProducer(linger_ms=-1)
+    with pytest.raises(ConfigError, match="did you mean 'linger_ms'"):
+        aiokafka_lite.AIOKafkaProducer(linger=5)
+
+
+# ---------------------------------------------------------------------------
+# bootstrap parsing
+
+
+@pytest.mark.parametrize(
+    ("servers", "expected"),
+    [
+        ("localhost:9092", [("localhost", 9092)]),
+        ("host", [("host", 9092)]),
+        ("a:1,b:2", [("a", 1), ("b", 2)]),
+        (" a:1 , b ", [("a", 1), ("b", 9092)]),
+        ("a:1,,b:2,", [("a", 1), ("b", 2)]),
+        ("[::1]:9092", [("::1", 9092)]),
+        ("[fe80::1%eth0]:19092,h:1", [("fe80::1%eth0", 19092), ("h", 1)]),
+        ("10.0.0.1:65535", [("10.0.0.1", 65535)]),
+        (["a:1", "b"], [("a", 1), ("b", 9092)]),
+    ],
+)
+def test_parse_bootstrap(servers: str | list[str], expected: list[tuple[str, int]]) -> None:
+    assert parse_bootstrap(servers) == expected
+
+
+def test_bracketed_ipv6_without_port_defaults_to_9092() -> None:
+    # "a host without port defaults to 9092" holds for an IPv6 literal too
+    assert parse_bootstrap("[::1]") == [("::1", 9092)]
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [
+        "host:notaport",
+        "",
+        " , ",
+        ":9092",
+        "host:",
+        "host:0",
+        "host:65536",
+        "host:-1",
+        "[]:9092",
+        [],
+        ["a:1", "b:x"],
+    ],
+)
+def test_parse_bootstrap_rejects(servers: str | list[str]) -> None:
+    with pytest.raises(ConfigError, match="bootstrap_servers"):
+        parse_bootstrap(servers)

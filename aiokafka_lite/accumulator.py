@@ -43,10 +43,12 @@ class ProducerBatch(RecordBatchBuilder):
 
     __slots__ = (
         "attempts",
+        "base_sequence",
         "created",
         "done",
         "full",
         "futures",
+        "maybe_written",
         "memory",
         "queue",
         "retry_at",
@@ -66,6 +68,10 @@ class ProducerBatch(RecordBatchBuilder):
         self.full = False  # no more appends: filled up, or drained for sending
         self.memory = 0  # bytes of buffer_memory this batch holds
         self.done = done  # resolved when every record's future is
+        self.base_sequence = -1  # assigned on first send by an idempotent producer
+        # A request carrying it timed out or lost its connection: it may be on
+        # the broker already, so re-sending it is only safe with its sequence.
+        self.maybe_written = False
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -345,6 +351,10 @@ class RecordAccumulator:
             if first.retry_at > now:
                 next_delay = min(next_delay, first.retry_at - now)
                 continue
+            if first.attempts and q.in_flight:
+                # A retry goes out alone: batches sent after it must learn their
+                # fate first, or it could land behind them.
+                continue
             waited = now - first.created
             if force or first.full or len(batches) > 1 or waited >= linger:
                 ready.setdefault(leader, []).append(q)
@@ -381,12 +391,25 @@ class RecordAccumulator:
         return out
 
     def requeue(self, batch: ProducerBatch, retry_at: float) -> None:
-        """Put a batch that failed retriably back at the front of its partition."""
+        """Put a batch that failed retriably back at the front of its partition.
+
+        Several retried batches of one partition line up in sequence order
+        (they may come back in any order when up to five were in flight).
+        """
         q = batch.queue
         q.in_flight -= 1
         batch.attempts += 1
         batch.retry_at = retry_at
-        q.batches.appendleft(batch)
+        batches = q.batches
+        i = 0
+        if batch.base_sequence >= 0:
+            while (
+                i < len(batches)
+                and batches[i].base_sequence >= 0
+                and batches[i].base_sequence < batch.base_sequence
+            ):
+                i += 1
+        batches.insert(i, batch)
         self._nonempty[q] = None
 
     def in_flight_done(self, batch: ProducerBatch) -> None:
@@ -422,6 +445,18 @@ class RecordAccumulator:
                 aborted.append(batch)
         self._nonempty.clear()
         return aborted
+
+    def discard_queued(self, batch: ProducerBatch) -> None:
+        """Take a batch out of its queue (if it is there) to fail it."""
+        q = batch.queue
+        if batch in q.batches:
+            q.batches.remove(batch)
+            if not q.batches:
+                self._nonempty.pop(q, None)
+
+    def queued_batches(self) -> list[ProducerBatch]:
+        """Every batch waiting in a queue (not in flight), oldest first per partition."""
+        return [b for q in self._nonempty for b in q.batches]
 
     def fail_waiters(self, exc: BaseException) -> None:
         while self._waiters:

@@ -9,6 +9,7 @@ each field's type and range is declared once here, and a bad value raises
 from __future__ import annotations
 
 import difflib
+import logging
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -16,6 +17,8 @@ import msgspec
 from .errors import ConfigError
 
 __all__ = ["ProducerConfig", "parse_bootstrap"]
+
+log = logging.getLogger("aiokafka_lite.config")
 
 _Ms = Annotated[int, msgspec.Meta(ge=0)]
 _PositiveMs = Annotated[int, msgspec.Meta(ge=1)]
@@ -45,7 +48,7 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     metadata_max_idle_ms: _PositiveMs = 300000
     max_in_flight_requests_per_connection: Annotated[int, msgspec.Meta(ge=1)] = 5
     connections_max_idle_ms: _PositiveMs = 540000
-    enable_idempotence: bool = False
+    enable_idempotence: bool = True
     allow_auto_create_topics: bool = True
     compression_type: Literal["none"] | None = None
     security_protocol: Literal["PLAINTEXT"] = "PLAINTEXT"
@@ -69,9 +72,7 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
             raise ConfigError("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
         if self.enable_idempotence:
-            raise ConfigError(
-                "enable_idempotence: the idempotent producer is not implemented yet; leave it False"
-            )
+            _check_idempotence(self)
         if self.max_request_size < 64:
             raise ConfigError("max_request_size is too small to hold a record batch")
         parse_bootstrap(self.bootstrap_servers)
@@ -95,6 +96,13 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             data[name] = value
         if data.get("acks") == "-1":
             data["acks"] = -1
+        if "enable_idempotence" not in data:
+            # As Java: idempotence is the default, but options that rule it out
+            # (set explicitly) turn it off instead of failing.
+            conflict = _idempotence_conflict(data)
+            if conflict:
+                log.info("enable_idempotence is off because %s", conflict)
+                data["enable_idempotence"] = False
         try:
             return msgspec.convert(data, cls, strict=True)
         except msgspec.ValidationError as e:
@@ -124,7 +132,8 @@ FIELD_DOCS: dict[str, str] = {
     "metadata_max_idle_ms": "a topic not sent to for this long is dropped from metadata requests",
     "max_in_flight_requests_per_connection": "pipelined requests per broker connection",
     "connections_max_idle_ms": "idle connections are closed after this long",
-    "enable_idempotence": "idempotent producer (not yet implemented: must stay off)",
+    "enable_idempotence": "producer id + sequence numbers: no duplicates or reordering on"
+    " retry (turned off by itself when `acks`, `retries` or in-flight settings rule it out)",
     "allow_auto_create_topics": "let the broker create a topic on first metadata request",
     "compression_type": "`None` only for now (codecs come with their own issue)",
     "security_protocol": "`PLAINTEXT` only for now (TLS/SASL come with their own issue)",
@@ -132,6 +141,30 @@ FIELD_DOCS: dict[str, str] = {
     "value_serializer": "callable turning a value into bytes (default: values must be bytes)",
     "partitioner": "callable `(key_bytes, all_partitions, available) -> partition`",
 }
+
+
+def _idempotence_conflict(data: dict[str, Any]) -> str | None:
+    acks = data.get("acks", "all")
+    if acks not in ("all", -1):
+        return f"acks={acks!r} (it needs acks='all')"
+    in_flight = data.get("max_in_flight_requests_per_connection", 5)
+    if isinstance(in_flight, int) and in_flight > 5:
+        return "max_in_flight_requests_per_connection > 5"
+    if data.get("retries", 1) == 0:
+        return "retries=0"
+    return None
+
+
+def _check_idempotence(cfg: ProducerConfig) -> None:
+    problem = _idempotence_conflict(
+        {
+            "acks": cfg.acks,
+            "max_in_flight_requests_per_connection": cfg.max_in_flight_requests_per_connection,
+            "retries": cfg.retries,
+        }
+    )
+    if problem:
+        raise ConfigError(f"enable_idempotence=True conflicts with {problem}")
 
 
 def _describe(e: msgspec.ValidationError) -> str:

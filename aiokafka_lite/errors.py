@@ -83,6 +83,7 @@ __all__ = [
     "DelegationTokenOwnerMismatchError",
     "DelegationTokenRequestNotAllowed",
     "DelegationTokenRequestNotAllowedError",
+    "DeliveryOutcomeUnknownError",
     "DuplicateBrokerRegistrationError",
     "DuplicateResourceError",
     "DuplicateSequenceNumber",
@@ -299,6 +300,15 @@ class RecordTooLargeError(KafkaError):
     """Client side: a record is larger than ``max_request_size`` or ``buffer_memory``.
 
     Not the broker's ``MESSAGE_TOO_LARGE`` answer, which is :class:`MessageTooLargeError`.
+    """
+
+
+class DeliveryOutcomeUnknownError(KafkaError):
+    """The record may or may not have been written, and cannot safely be sent again.
+
+    Its request got no answer (timeout or lost connection), and then the
+    idempotent producer had to start a new epoch; under a new epoch the broker
+    cannot recognise a re-sent copy, so re-sending could write it twice.
     """
 
 

@@ -50,7 +50,7 @@ _RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5 + BATCH_HEADER_SIZE
 # Errors that mean "this topic will not appear by waiting".
 _FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
 
-_NEW, _STARTED, _CLOSING, _CLOSED = range(4)
+_NEW, _STARTED, _FAILED, _CLOSING, _CLOSED = range(5)
 
 
 class BatchBuilder:
@@ -106,6 +106,7 @@ class AIOKafkaProducer(Generic[K, V]):
         self._sticky = StickyPartitioner()
         self._sticky_bytes: dict[str, int] = {}
         self._state = _NEW
+        self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: NetworkClient
         self._acc: RecordAccumulator
@@ -131,11 +132,14 @@ class AIOKafkaProducer(Generic[K, V]):
             buffer_memory=cfg.buffer_memory,
             delivery_timeout_ms=cfg.delivery_timeout_ms,
             # Without idempotence nothing stops a later batch overtaking a
-            # retried one, so each partition has one batch in flight at a time.
-            max_in_flight_per_partition=1,
+            # retried one, so each partition has one batch in flight at a time;
+            # with it, sequence numbers keep order across several.
+            max_in_flight_per_partition=(
+                cfg.max_in_flight_requests_per_connection if cfg.enable_idempotence else 1
+            ),
             wakeup=self._wakeup,
         )
-        self._sender = Sender(cfg, self._client, self._acc)
+        self._sender = Sender(cfg, self._client, self._acc, self._on_fatal)
         try:
             await self._client.bootstrap(cfg.request_timeout_ms / 1000)
         except BaseException:
@@ -145,6 +149,10 @@ class AIOKafkaProducer(Generic[K, V]):
         self._sender.start()
         self._state = _STARTED
         log.info("producer started: %s", self._metadata.cluster)
+
+    def _on_fatal(self, error: KafkaError) -> None:
+        self._fatal = error
+        self._state = _FAILED
 
     def _wakeup(self) -> None:
         sender = getattr(self, "_sender", None)
@@ -206,6 +214,8 @@ class AIOKafkaProducer(Generic[K, V]):
             return
         if self._state == _NEW:
             raise IllegalStateError("the producer is not started: await producer.start() first")
+        if self._state == _FAILED and self._fatal is not None:
+            raise self._fatal
         raise ProducerClosedError("the producer is stopped; records can no longer be sent")
 
     def metrics(self) -> dict[str, float]:

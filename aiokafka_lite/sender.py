@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from functools import partial
 
 from .accumulator import ProducerBatch, RecordAccumulator
@@ -28,13 +29,18 @@ from .config import ProducerConfig
 from .connection import BrokerConnection
 from .errors import (
     BrokerResponseError,
+    DeliveryOutcomeUnknownError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    OutOfOrderSequenceNumberError,
     ProtocolError,
     error_from_response,
 )
+from .idempotence import IdempotenceState
 from .protocol.messages import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     PartitionProduceData,
     PartitionProduceResponse,
     ProduceRequest,
@@ -44,14 +50,26 @@ from .protocol.messages import (
 
 __all__ = ["Sender"]
 
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+DUPLICATE_SEQUENCE_NUMBER = 46
+UNKNOWN_PRODUCER_ID = 59
+
 log = logging.getLogger("aiokafka_lite.sender")
 
 
 class Sender:
     def __init__(
-        self, config: ProducerConfig, client: NetworkClient, accumulator: RecordAccumulator
+        self,
+        config: ProducerConfig,
+        client: NetworkClient,
+        accumulator: RecordAccumulator,
+        on_fatal: Callable[[KafkaError], None],
     ) -> None:
         self._config = config
+        self._on_fatal = on_fatal
+        self._idem = IdempotenceState() if config.enable_idempotence else None
+        self._pid_task: asyncio.Task[None] | None = None
+        self._fatal: KafkaError | None = None
         self._client = client
         self._acc = accumulator
         self._metadata = client.metadata
@@ -105,9 +123,10 @@ class Sender:
         for batch in list(self._in_flight):
             self._finish(batch, error=exc)
         self.wakeup()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        tasks = [t for t in (self._task, self._pid_task) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # -- the loop ------------------------------------------------------------------
 
@@ -140,6 +159,10 @@ class Sender:
             self._expire(batch, now)
         if unknown_leader:
             self._metadata.request_update()
+        if self._idem is not None and not self._producer_id_ready(now):
+            # No batch may go out without a valid producer id and epoch.
+            delay = min(delay, self._client.maybe_update_metadata(now))
+            return min(delay, self._config.retry_backoff_ms / 1000)
         sent_any = False
         for node_id, queues in ready.items():
             conn = self._client.ready(node_id, now)
@@ -161,10 +184,21 @@ class Sender:
     def _send(self, conn: BrokerConnection, batches: list[ProducerBatch], now: float) -> None:
         by_topic: dict[str, list[PartitionProduceData]] = {}
         by_tp: dict[tuple[str, int], ProducerBatch] = {}
+        idem = self._idem
         for batch in batches:
             topic, partition = batch.queue.tp
             self._metadata.touch(topic, now)
-            by_topic.setdefault(topic, []).append(PartitionProduceData(partition, batch.close()))
+            if idem is None:
+                records = batch.close()
+            else:
+                if batch.base_sequence < 0:  # first send (or renumbered after a new epoch)
+                    batch.base_sequence = idem.next_sequence(batch.queue.tp, batch.count)
+                records = batch.close(
+                    producer_id=idem.producer_id,
+                    producer_epoch=idem.epoch,
+                    base_sequence=batch.base_sequence,
+                )
+            by_topic.setdefault(topic, []).append(PartitionProduceData(partition, records))
             by_tp[batch.queue.tp] = batch
             self._in_flight.add(batch)
         request = ProduceRequest(
@@ -199,6 +233,8 @@ class Sender:
         if exc is not None:
             err = exc if isinstance(exc, KafkaError) else KafkaConnectionError(str(exc))
             for batch in batches.values():
+                # The request left us; whether the broker wrote it is unknown.
+                batch.maybe_written = True
                 self._retry_or_fail(batch, err, now)
         else:
             response = fut.result()
@@ -225,7 +261,10 @@ class Sender:
                         "node %s answered for %s[%s], which was not sent", node_id, topic, p.index
                     )
                     continue
-                if p.error_code == 0:
+                if p.error_code == 0 or (
+                    p.error_code == DUPLICATE_SEQUENCE_NUMBER and self._idem is not None
+                ):
+                    # A duplicate was written by an earlier attempt: that is success.
                     self._finish(
                         batch,
                         base_offset=p.base_offset,
@@ -249,6 +288,12 @@ class Sender:
                 f"record {e.batch_index}: {e.batch_index_error_message}" for e in p.record_errors
             ) + (f" ({message})" if message else "")
         error = error_from_response(p.error_code, topic=topic, partition=partition, message=message)
+        if self._idem is not None and p.error_code in (
+            OUT_OF_ORDER_SEQUENCE_NUMBER,
+            UNKNOWN_PRODUCER_ID,
+        ):
+            self._handle_sequence_error(batch, error, now)
+            return
         if error.invalid_metadata:
             leader = p.current_leader
             if (
@@ -261,10 +306,121 @@ class Sender:
                 self._metadata.request_update()
         self._retry_or_fail(batch, error, now)
 
+    def _handle_sequence_error(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+        assert self._idem is not None
+        if isinstance(error, OutOfOrderSequenceNumberError) and not self._idem.is_next_expected(
+            batch.queue.tp, batch.base_sequence
+        ):
+            # An earlier batch of this partition is not written yet (it is
+            # being retried): this one simply goes again after it.
+            self._requeue_or_fail(batch, error, now)
+            return
+        # The broker lost our producer state, or has a gap we cannot explain:
+        # start a new epoch once nothing is in flight, then number afresh.
+        log.warning("%s: starting a new producer epoch", error)
+        self._idem.bump_needed = True
+        self._requeue_or_fail(batch, error, now)
+
+    # -- producer id and epoch -------------------------------------------------------------
+
+    def _producer_id_ready(self, now: float) -> bool:
+        idem = self._idem
+        assert idem is not None
+        if self._fatal is not None:
+            return False
+        if idem.has_producer_id and not idem.bump_needed:
+            return True
+        if idem.bump_needed and self._in_flight:
+            return False  # a new epoch only once every request of the old one is answered
+        if self._pid_task is None:
+            self._pid_task = self._loop.create_task(self._init_producer_id())
+        return False
+
+    async def _init_producer_id(self) -> None:
+        """InitProducerId (v3+ bumps our epoch), retried until it works or fails for good."""
+        idem = self._idem
+        assert idem is not None
+        backoff = self._config.retry_backoff_ms / 1000
+        try:
+            while self._running:
+                node_id = self._client.least_loaded_node(time.monotonic())
+                try:
+                    if node_id is None:
+                        raise KafkaConnectionError("no broker is reachable")
+                    conn = await self._client.connect(node_id)
+                    version = conn.version_for(InitProducerIdRequest)
+                    bump = idem.has_producer_id and version >= 3
+                    response: InitProducerIdResponse = await conn.send(
+                        InitProducerIdRequest(
+                            transactional_id=None,
+                            transaction_timeout_ms=60000,
+                            producer_id=idem.producer_id if bump else -1,
+                            producer_epoch=idem.epoch if bump else -1,
+                        ),
+                        version,
+                    )
+                    if response.error_code:
+                        raise error_from_response(response.error_code)
+                except KafkaError as e:
+                    if not e.retriable:
+                        self._fail_fatally(e)
+                        return
+                    log.info("InitProducerId failed (%s); retrying", e)
+                    await asyncio.sleep(backoff)
+                    continue
+                self._new_epoch(response.producer_id, response.producer_epoch)
+                return
+        finally:
+            self._pid_task = None
+            self.wakeup()
+
+    def _new_epoch(self, producer_id: int, epoch: int) -> None:
+        assert self._idem is not None
+        renumbered = 0
+        for batch in self._acc.queued_batches():
+            if batch.base_sequence < 0:
+                continue
+            if batch.maybe_written:
+                self._fail_queued(
+                    batch,
+                    DeliveryOutcomeUnknownError(
+                        f"{batch.count} record(s) for {batch.queue.tp.topic}"
+                        f"[{batch.queue.tp.partition}] may or may not have been written: a "
+                        "request carrying them got no answer, and the producer had to start a "
+                        "new epoch, under which re-sending them could write them twice"
+                    ),
+                )
+            else:
+                batch.base_sequence = -1
+                renumbered += 1
+        self._idem.set_producer_id(producer_id, epoch)
+        log.info(
+            "producer id %s epoch %s (%d queued batch(es) renumbered)",
+            producer_id,
+            epoch,
+            renumbered,
+        )
+
+    def _fail_fatally(self, error: KafkaError) -> None:
+        """An error that no retry can fix: fail everything buffered, refuse new records."""
+        log.error("fatal producer error: %s", error)
+        self._fatal = error
+        self._acc.fail_waiters(error)
+        for batch in self._acc.abort_undrained(error):
+            self.records_failed += batch.count
+        self._on_fatal(error)
+
     # -- outcomes ------------------------------------------------------------------------
 
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
-        if self._can_retry(batch, error, now):
+        if error.retriable:
+            self._requeue_or_fail(batch, error, now)
+        else:
+            self._finish(batch, error=_attach_tp(error, batch))
+
+    def _requeue_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+        """Retry ``batch`` after a backoff if retries and delivery_timeout_ms allow."""
+        if self._can_retry(batch, now):
             log.debug("retrying %r after %s", batch, error)
             self._in_flight.discard(batch)
             self.records_retried += batch.count
@@ -277,10 +433,10 @@ class Sender:
         else:
             self._finish(batch, error=_attach_tp(error, batch))
 
-    def _can_retry(self, batch: ProducerBatch, error: KafkaError, now: float) -> bool:
+    def _can_retry(self, batch: ProducerBatch, now: float) -> bool:
         return (
-            error.retriable
-            and self._running
+            self._running
+            and self._fatal is None
             and batch.attempts < self._config.retries
             and now - batch.created < self._config.delivery_timeout_ms / 1000
         )
@@ -292,9 +448,22 @@ class Sender:
             f"{(now - batch.created) * 1000:.0f} ms since the batch was created is past "
             f"delivery_timeout_ms ({self._config.delivery_timeout_ms})"
         )
+        self._fail_queued(batch, error)
+
+    def _fail_queued(self, batch: ProducerBatch, error: KafkaError) -> None:
+        """Fail a batch that is not in flight (expired, or unsafe under a new epoch)."""
+        self._acc.discard_queued(batch)
+        self._sequence_gap(batch)
         self.records_failed += batch.count
         batch.fail(error)
         self._acc.deallocate(batch)
+
+    def _sequence_gap(self, batch: ProducerBatch) -> None:
+        # A batch numbered but never written leaves a hole in its partition's
+        # sequence that the broker would refuse to step over: a new epoch
+        # starts the numbering again.
+        if self._idem is not None and batch.base_sequence >= 0 and self._fatal is None:
+            self._idem.bump_needed = True
 
     def _finish(
         self,
@@ -310,8 +479,11 @@ class Sender:
         self._in_flight.discard(batch)
         self._acc.in_flight_done(batch)
         if error is None:
+            if self._idem is not None and batch.base_sequence >= 0:
+                self._idem.acknowledged(batch.queue.tp, batch.base_sequence, batch.count)
             batch.complete(base_offset, append_time, log_start_offset)
         else:
+            self._sequence_gap(batch)
             self.records_failed += batch.count
             batch.fail(error)
         self._acc.deallocate(batch)

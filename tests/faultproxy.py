@@ -1,4 +1,4 @@
-"""A loopback TCP proxy that can cut and refuse connections, for fault tests.
+"""A loopback TCP proxy that can cut, refuse and black-hole connections, for fault tests.
 
 Put it between the producer and a broker that advertises the proxy's port, and
 every byte the producer exchanges with the broker passes through it. ``cut()``
@@ -20,6 +20,9 @@ class FaultProxy:
         self._pairs: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.refusing = False
+        # Forward requests but swallow the broker's answers: the broker acts on
+        # a request whose response the client never sees.
+        self.drop_responses = False
         self.connections = 0
 
     @property
@@ -46,16 +49,20 @@ class FaultProxy:
         self._pairs.add(pair)
         pumps = [
             asyncio.ensure_future(self._pump(reader, up_writer)),
-            asyncio.ensure_future(self._pump(up_reader, writer)),
+            asyncio.ensure_future(self._pump(up_reader, writer, downstream=True)),
         ]
         await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
         for task in pumps:
             task.cancel()
         self._close(pair)
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pump(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, downstream: bool = False
+    ) -> None:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
+                if downstream and self.drop_responses:
+                    continue
                 writer.write(data)
                 await writer.drain()
 

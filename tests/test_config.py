@@ -23,7 +23,7 @@ def test_defaults() -> None:
     assert cfg.max_block_ms == 60_000
     assert cfg.max_in_flight_requests_per_connection == 5
     assert cfg.bootstrap_servers == "localhost:9092"
-    assert cfg.enable_idempotence is False
+    assert cfg.enable_idempotence is True  # as current Java clients
     assert cfg.key_serializer is None
     assert cfg.value_serializer is None
     # the direct constructor has the same defaults
@@ -103,7 +103,9 @@ def test_other_values_accepted() -> None:
         ({"bootstrap_servers": ["ok:1", "bad:port"]}, "bootstrap_servers"),
         ({"compression_type": "gzip-ish"}, "compression_type"),
         ({"security_protocol": "SSL"}, "security_protocol"),
-        ({"enable_idempotence": True}, "enable_idempotence"),
+        ({"enable_idempotence": True, "acks": 1}, "enable_idempotence"),
+        ({"enable_idempotence": True, "retries": 0}, "retries"),
+        ({"enable_idempotence": True, "max_in_flight_requests_per_connection": 6}, "in_flight"),
     ],
 )
 def test_bad_values_raise_config_error_naming_the_field(kwargs: dict[str, Any], field: str) -> None:
@@ -211,3 +213,21 @@ def test_bracketed_ipv6_without_port_defaults_to_9092() -> None:
 def test_parse_bootstrap_rejects(servers: str | list[str]) -> None:
     with pytest.raises(ConfigError, match="bootstrap_servers"):
         parse_bootstrap(servers)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"acks": 1}, "acks"),
+        ({"acks": 0}, "acks"),
+        ({"retries": 0}, "retries"),
+        ({"max_in_flight_requests_per_connection": 10}, "max_in_flight"),
+    ],
+)
+def test_idempotence_turns_itself_off_when_not_asked_for_explicitly(
+    kwargs: dict[str, Any], reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO", logger="aiokafka_lite.config"):
+        cfg = ProducerConfig.from_kwargs(**kwargs)
+    assert cfg.enable_idempotence is False
+    assert reason in caplog.text

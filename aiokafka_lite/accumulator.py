@@ -116,12 +116,15 @@ class ProducerBatch(RecordBatchBuilder):
 class PartitionQueue:
     """The batches of one partition, oldest first; the last may be open."""
 
-    __slots__ = ("batches", "in_flight", "tp")
+    __slots__ = ("aborted", "batches", "in_flight", "tp")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.tp = TopicPartition(topic, partition)
         self.batches: collections.deque[ProducerBatch] = collections.deque()
         self.in_flight = 0
+        # With fail_partition_on_error: the failure that batches sent before
+        # it must share; cleared once nothing of the partition is in flight.
+        self.aborted: BaseException | None = None
 
 
 class RecordAccumulator:
@@ -351,6 +354,10 @@ class RecordAccumulator:
             if first.retry_at > now:
                 next_delay = min(next_delay, first.retry_at - now)
                 continue
+            if q.aborted is not None:
+                if q.in_flight:
+                    continue  # what is in flight fails too, or lands: wait for it
+                q.aborted = None  # the partition starts a fresh run
             if first.attempts and q.in_flight:
                 # A retry goes out alone: batches sent after it must learn their
                 # fate first, or it could land behind them.

@@ -50,6 +50,7 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     connections_max_idle_ms: _PositiveMs = 540000
     enable_idempotence: bool = True
     allow_auto_create_topics: bool = True
+    fail_partition_on_error: bool = False
     compression_type: Literal["none"] | None = None
     security_protocol: Literal["PLAINTEXT"] = "PLAINTEXT"
     # Callables are checked by hand below: msgspec has no "callable" type.
@@ -135,6 +136,8 @@ FIELD_DOCS: dict[str, str] = {
     "enable_idempotence": "producer id + sequence numbers: no duplicates or reordering on"
     " retry (turned off by itself when `acks`, `retries` or in-flight settings rule it out)",
     "allow_auto_create_topics": "let the broker create a topic on first metadata request",
+    "fail_partition_on_error": "when a record fails for good, fail the records queued or in"
+    " flight behind it in its partition too, so the partition has no gap",
     "compression_type": "`None` only for now (codecs come with their own issue)",
     "security_protocol": "`PLAINTEXT` only for now (TLS/SASL come with their own issue)",
     "key_serializer": "callable turning a key into bytes (default: keys must be bytes)",

@@ -188,6 +188,7 @@ __all__ = [
     "OperationNotAttemptedError",
     "OutOfOrderSequenceNumber",
     "OutOfOrderSequenceNumberError",
+    "PartitionAbortedError",
     "PolicyViolationError",
     "PreferredLeaderNotAvailableError",
     "PrincipalDeserializationFailureError",
@@ -309,6 +310,14 @@ class DeliveryOutcomeUnknownError(KafkaError):
     Its request got no answer (timeout or lost connection), and then the
     idempotent producer had to start a new epoch; under a new epoch the broker
     cannot recognise a re-sent copy, so re-sending could write it twice.
+    """
+
+
+class PartitionAbortedError(KafkaError):
+    """Not sent: an earlier record of the same partition failed for good.
+
+    Only with ``fail_partition_on_error=True``, which fails the records queued
+    (or in flight) behind a failed one so that the partition has no gap.
     """
 
 

@@ -25,6 +25,7 @@ from functools import partial
 
 from .accumulator import ProducerBatch, RecordAccumulator
 from .client import NetworkClient, backoff_delay
+from .cluster import Node
 from .config import ProducerConfig
 from .connection import BrokerConnection
 from .errors import (
@@ -34,6 +35,7 @@ from .errors import (
     KafkaError,
     KafkaTimeoutError,
     OutOfOrderSequenceNumberError,
+    PartitionAbortedError,
     ProtocolError,
     error_from_response,
 )
@@ -252,6 +254,10 @@ class Sender:
         node_id: int,
         now: float,
     ) -> None:
+        # KIP-951: leaders named in partition errors come with their addresses.
+        endpoints = {
+            e.node_id: Node(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints
+        }
         for topic_response in response.responses:
             topic = topic_response.name
             for p in topic_response.partition_responses:
@@ -272,14 +278,18 @@ class Sender:
                         log_start_offset=p.log_start_offset,
                     )
                 else:
-                    self._handle_partition_error(batch, p, now)
+                    self._handle_partition_error(batch, p, endpoints, now)
         for batch in batches.values():  # the broker left these out of its answer
             self._retry_or_fail(
                 batch, ProtocolError(f"node {node_id} sent no result for {batch.queue.tp}"), now
             )
 
     def _handle_partition_error(
-        self, batch: ProducerBatch, p: PartitionProduceResponse, now: float
+        self,
+        batch: ProducerBatch,
+        p: PartitionProduceResponse,
+        endpoints: dict[int, Node],
+        now: float,
     ) -> None:
         topic, partition = batch.queue.tp
         message = p.error_message
@@ -300,7 +310,11 @@ class Sender:
                 leader is None
                 or leader.leader_id < 0
                 or not self._metadata.move_leader(
-                    topic, partition, leader.leader_id, leader.leader_epoch, None
+                    topic,
+                    partition,
+                    leader.leader_id,
+                    leader.leader_epoch,
+                    endpoints.get(leader.leader_id),
                 )
             ):
                 self._metadata.request_update()
@@ -420,7 +434,10 @@ class Sender:
 
     def _requeue_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
         """Retry ``batch`` after a backoff if retries and delivery_timeout_ms allow."""
-        if self._can_retry(batch, now):
+        aborted = batch.queue.aborted
+        if aborted is not None:  # sent behind a batch that failed for good
+            self._finish(batch, error=_aborted_error(batch, aborted))
+        elif self._can_retry(batch, now):
             log.debug("retrying %r after %s", batch, error)
             self._in_flight.discard(batch)
             self.records_retried += batch.count
@@ -453,9 +470,7 @@ class Sender:
     def _fail_queued(self, batch: ProducerBatch, error: KafkaError) -> None:
         """Fail a batch that is not in flight (expired, or unsafe under a new epoch)."""
         self._acc.discard_queued(batch)
-        self._sequence_gap(batch)
-        self.records_failed += batch.count
-        batch.fail(error)
+        self._failed_for_good(batch, error)
         self._acc.deallocate(batch)
 
     def _sequence_gap(self, batch: ProducerBatch) -> None:
@@ -483,10 +498,31 @@ class Sender:
                 self._idem.acknowledged(batch.queue.tp, batch.base_sequence, batch.count)
             batch.complete(base_offset, append_time, log_start_offset)
         else:
-            self._sequence_gap(batch)
-            self.records_failed += batch.count
-            batch.fail(error)
+            self._failed_for_good(batch, error)
         self._acc.deallocate(batch)
+
+    def _failed_for_good(self, batch: ProducerBatch, error: BaseException) -> None:
+        self._sequence_gap(batch)
+        self.records_failed += batch.count
+        batch.fail(error)
+        q = batch.queue
+        if self._config.fail_partition_on_error and q.aborted is None and self._running:
+            # franz-go's rule: the records behind a failed one fail with it, so
+            # the partition never shows a gap. In-flight ones fail when they
+            # come back with an error; the partition resumes once they are in.
+            q.aborted = error
+            for behind in list(q.batches):
+                self._fail_queued(behind, _aborted_error(behind, error))
+
+
+def _aborted_error(batch: ProducerBatch, cause: BaseException) -> PartitionAbortedError:
+    topic, partition = batch.queue.tp
+    error = PartitionAbortedError(
+        f"{batch.count} record(s) for {topic}[{partition}] not sent: an earlier record of "
+        f"the partition failed ({cause})"
+    )
+    error.__cause__ = cause
+    return error
 
 
 def _attach_tp(error: KafkaError, batch: ProducerBatch) -> KafkaError:

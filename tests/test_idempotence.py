@@ -16,6 +16,7 @@ from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
 from aiokafka_lite.embedded import EmbeddedBroker
+from aiokafka_lite.errors import KafkaTimeoutError, PartitionAbortedError
 from aiokafka_lite.protocol.messages import InitProducerIdRequest
 
 
@@ -111,3 +112,46 @@ async def test_many_in_flight_per_partition_keep_order_across_cuts(
     for p in range(2):
         in_partition = [v for v in values if v is not None and int(v) % 2 == p]
         assert in_partition == sorted(in_partition), "order within a partition broke"
+
+
+@pytest.mark.parametrize("fail_partition", [False, True])
+async def test_what_happens_behind_a_failed_record(
+    proxied: tuple[FaultProxy, str], fail_partition: bool
+) -> None:
+    """A record expires while the broker is unreachable; a later one waits behind it.
+
+    By default (as Java) the later record is still delivered; with
+    fail_partition_on_error it fails too, so the partition has no gap.
+    """
+    proxy, bootstrap = proxied
+    topic = await new_topic(bootstrap)
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        request_timeout_ms=400,
+        delivery_timeout_ms=1000,
+        retry_backoff_ms=20,
+        batch_size=64,  # one record per batch
+        reconnect_backoff_max_ms=50,  # reconnect well within the second record's time
+        fail_partition_on_error=fail_partition,
+    ) as producer:
+        await producer.send_and_wait(topic, b"before")
+        proxy.refusing = True
+        proxy.cut()
+        first = await producer.send(topic, b"expires")
+        await asyncio.sleep(0.6)
+        second = await producer.send(topic, b"behind")
+        with pytest.raises(KafkaTimeoutError, match="delivery_timeout_ms"):
+            await asyncio.wait_for(first, timeout=10)
+        if fail_partition:
+            with pytest.raises(PartitionAbortedError, match="earlier record of the partition"):
+                await asyncio.wait_for(second, timeout=5)
+            proxy.refusing = False
+            after = await producer.send_and_wait(topic, b"after")  # the partition resumes
+            expected = [b"before", b"after"]
+        else:
+            proxy.refusing = False
+            await asyncio.wait_for(second, timeout=10)
+            after = await producer.send_and_wait(topic, b"after")
+            expected = [b"before", b"behind", b"after"]
+        assert after.offset >= 1
+    assert await read_back(bootstrap, topic, expected=len(expected)) == expected

@@ -33,7 +33,8 @@ def backoff_delay(base_ms: float, max_ms: float, failures: int) -> float:
     """Exponential backoff with +-20% jitter (as Java's ExponentialBackoff), in seconds."""
     if failures <= 0:
         return 0.0
-    delay: float = min(base_ms * 2.0 ** (failures - 1), max_ms)
+    # Cap the exponent: 2.0 ** 1024 overflows, and a broker can stay down that long.
+    delay: float = min(base_ms * 2.0 ** min(failures - 1, 62), max_ms)
     return delay * random.uniform(0.8, 1.2) / 1000
 
 

@@ -30,7 +30,7 @@ from .errors import (
 )
 from .protocol.codec import DecodeError, Request, Response
 from .protocol.frames import encode_client_id, request_header, response_body_offset, seal_frame
-from .protocol.messages import ApiVersionsRequest
+from .protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
 __all__ = ["BrokerConnection"]
 
@@ -144,6 +144,8 @@ class BrokerConnection(asyncio.Protocol):
             )
         if self._transport is not None:
             self._transport.abort()
+        elif not self._lost.done():
+            self._lost.set_result(None)  # never connected: nothing will report the loss
         self._fail_all(self._closed)
 
     @property
@@ -272,13 +274,19 @@ class BrokerConnection(asyncio.Protocol):
                     f"correlation id {correlation_id} does not match the oldest request "
                     f"in flight ({entry.correlation_id})"
                 )
-            version = entry.version
             if (
                 entry.request_cls is ApiVersionsRequest
                 and frame[body_at : body_at + 2] == _UNSUPPORTED
             ):
-                version = 0  # the broker answers a version it lacks in v0 layout
-            response, _ = protocol.decode(entry.request_cls.RESPONSE, version, frame, body_at)
+                # The broker lacks the version we asked in. Kafka answers in v0
+                # layout, others in their own (librdkafka's mock broker writes a
+                # body no layout parses): only the error code matters, the
+                # caller asks again in v0.
+                response: Response = ApiVersionsResponse(error_code=UNSUPPORTED_VERSION)
+            else:
+                response, _ = protocol.decode(
+                    entry.request_cls.RESPONSE, entry.version, frame, body_at
+                )
         except (DecodeError, struct.error, IndexError) as e:
             self._in_flight.appendleft(entry)  # fail it with the others
             self._corrupt(

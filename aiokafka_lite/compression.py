@@ -272,6 +272,8 @@ def _make_snappy(lib: ModuleType) -> Callable[[int | None], Compressor]:
 
         def compress(data: BytesLike) -> bytes:
             mv = memoryview(data)
+            if mv.itemsize != 1 or mv.ndim != 1:  # len() and slices must count bytes
+                mv = mv.cast("B")
             n = len(mv)
             if n <= block:  # the common case (batch_size defaults to 16 KiB): one block
                 raw = compress_raw(mv)

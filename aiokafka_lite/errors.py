@@ -26,6 +26,9 @@ Hierarchy::
         │   └── ProducerClosedError         used after stop()
         ├── RecordTooLargeError             client side: record > max_request_size/buffer_memory
         ├── BufferFullError                 retriable: try_send found buffer_memory exhausted
+        ├── DeliveryOutcomeUnknownError     may have been written; unsafe to re-send (new epoch)
+        ├── PartitionAbortedError           an earlier record of the partition failed
+        │                                   (only with fail_partition_on_error=True)
         ├── SerializationError              a key or value serializer failed
         ├── IncompatibleBrokerVersionError  the broker speaks none of our versions of an API
         └── ConfigError (also ValueError)   a bad producer setting; the message names it

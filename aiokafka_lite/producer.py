@@ -26,6 +26,7 @@ from .errors import (
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
+    ProducerNotStartedError,
     RecordTooLargeError,
     SerializationError,
     error_from_response,
@@ -213,7 +214,9 @@ class AIOKafkaProducer(Generic[K, V]):
                 )
             return
         if self._state == _NEW:
-            raise IllegalStateError("the producer is not started: await producer.start() first")
+            raise ProducerNotStartedError(
+                "the producer is not started: await producer.start() first"
+            )
         if self._state == _FAILED and self._fatal is not None:
             raise self._fatal
         raise ProducerClosedError("the producer is stopped; records can no longer be sent")

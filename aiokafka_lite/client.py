@@ -86,7 +86,11 @@ class NetworkClient:
         in-flight slots taken, by a response; while backing off, when the
         backoff ends.
         """
-        if node_id in self._connecting or self.connection(node_id) is not None:
+        if (
+            node_id in self._connecting
+            or self.connection(node_id) is not None
+            or self._node(node_id) is None  # unknown: a metadata update will wake us
+        ):
             return 3600.0  # woken when the attempt ends, or by a response
         return max(0.0, self._retry_at.get(node_id, 0.0) - now)
 

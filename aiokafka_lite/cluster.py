@@ -63,6 +63,11 @@ class Cluster:
         self.topic_errors: dict[str, int] = topic_errors or {}
         by_topic: dict[str, list[PartitionInfo]] = {}
         for p in partitions:
+            if p.leader != NO_LEADER and p.leader not in self.nodes:
+                # A leader the broker list leaves out (it is down) cannot be
+                # reached: treat it as unknown, as Java does, so that the
+                # producer refreshes metadata instead of trying to connect.
+                p = p._replace(leader=NO_LEADER)
             by_topic.setdefault(p.topic, []).append(p)
         self.partitions_by_topic: dict[str, tuple[PartitionInfo, ...]] = {}
         self.available_partitions_by_topic: dict[str, tuple[int, ...]] = {}
@@ -76,7 +81,7 @@ class Cluster:
                 continue
             self.partitions_by_topic[topic] = tuple(parts)
             self.available_partitions_by_topic[topic] = tuple(
-                p.partition for p in parts if p.leader != NO_LEADER and p.leader in self.nodes
+                p.partition for p in parts if p.leader != NO_LEADER
             )
             for p in parts:
                 if p.leader != NO_LEADER:

@@ -355,6 +355,7 @@ class Sender:
         idem = self._idem
         assert idem is not None
         backoff = self._config.retry_backoff_ms / 1000
+        refused = False
         try:
             while self._running:
                 node_id = self._client.least_loaded_node(time.monotonic())
@@ -363,7 +364,7 @@ class Sender:
                         raise KafkaConnectionError("no broker is reachable")
                     conn = await self._client.connect(node_id)
                     version = conn.version_for(InitProducerIdRequest)
-                    bump = idem.has_producer_id and version >= 3
+                    bump = idem.has_producer_id and version >= 3 and not refused
                     response: InitProducerIdResponse = await conn.send(
                         InitProducerIdRequest(
                             transactional_id=None,
@@ -374,8 +375,17 @@ class Sender:
                         version,
                     )
                     if response.error_code:
-                        raise error_from_response(response.error_code)
+                        raise error_from_response(
+                            response.error_code,
+                            message="the broker refused a producer id (InitProducerId)",
+                        )
                 except KafkaError as e:
+                    if not e.retriable and bump:
+                        # Bumping our epoch was refused: a producer without a
+                        # transactional id may simply start over with a new id.
+                        log.warning("epoch bump refused (%s); asking for a new producer id", e)
+                        refused = True
+                        continue
                     if not e.retriable:
                         self._fail_fatally(e)
                         return

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from .compression import Compressor
 from .errors import KafkaError, KafkaTimeoutError, RecordTooLargeError
 from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
 from .structs import RecordMetadata, TopicPartition
@@ -33,6 +34,11 @@ from .structs import RecordMetadata, TopicPartition
 __all__ = ["PartitionQueue", "ProducerBatch", "RecordAccumulator"]
 
 _new_tuple = tuple.__new__
+
+# Java's CompressionRatioEstimator constants.
+_RATIO_DETERIORATE = 0.05
+_RATIO_IMPROVE = 0.005
+_RATIO_MARGIN = 1.05
 
 TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
@@ -56,9 +62,15 @@ class ProducerBatch(RecordBatchBuilder):
     )
 
     def __init__(
-        self, queue: PartitionQueue, base_timestamp: int, now: float, done: asyncio.Future[None]
+        self,
+        queue: PartitionQueue,
+        base_timestamp: int,
+        now: float,
+        done: asyncio.Future[None],
+        compress: Compressor | None = None,
+        codec_id: int = 0,
     ) -> None:
-        super().__init__(base_timestamp)
+        super().__init__(base_timestamp, compress, codec_id)
         self.queue = queue
         self.futures: list[asyncio.Future[RecordMetadata]] = []
         self.timestamps: list[int] = []
@@ -116,10 +128,13 @@ class ProducerBatch(RecordBatchBuilder):
 class PartitionQueue:
     """The batches of one partition, oldest first; the last may be open."""
 
-    __slots__ = ("aborted", "batches", "in_flight", "tp")
+    __slots__ = ("aborted", "batch_limit", "batches", "in_flight", "tp")
 
-    def __init__(self, topic: str, partition: int) -> None:
+    def __init__(self, topic: str, partition: int, batch_limit: int) -> None:
         self.tp = TopicPartition(topic, partition)
+        # Uncompressed bytes a batch may take: batch_size, or more when the
+        # topic's records compress well (so compressed batches near batch_size).
+        self.batch_limit = batch_limit
         self.batches: collections.deque[ProducerBatch] = collections.deque()
         self.in_flight = 0
         # With fail_partition_on_error: the failure that batches sent before
@@ -137,7 +152,14 @@ class RecordAccumulator:
         delivery_timeout_ms: float,
         max_in_flight_per_partition: int,
         wakeup: Callable[[], None],
+        compress: Compressor | None = None,
+        codec_id: int = 0,
+        max_request_size: int = 1 << 20,
     ) -> None:
+        self._max_batch_bytes = max(batch_size, max_request_size - 100)  # request overhead
+        self._compress = compress
+        self._codec_id = codec_id
+        self._ratios: dict[str, float] = {}  # topic -> estimated compressed/raw
         self._loop = asyncio.get_running_loop()
         self._batch_size = batch_size
         self._linger = linger_ms / 1000
@@ -161,8 +183,39 @@ class RecordAccumulator:
             parts = self._queues[topic] = {}
         q = parts.get(partition)
         if q is None:
-            q = parts[partition] = PartitionQueue(topic, partition)
+            limit = self._limit_for(self._ratios.get(topic, 1.0))
+            q = parts[partition] = PartitionQueue(topic, partition, limit)
         return q
+
+    def _limit_for(self, ratio: float) -> int:
+        if self._compress is None:
+            return self._batch_size
+        # As Java's estimator: aim 5% under batch_size after compression; but
+        # never past what one request may carry, should the data stop compressing.
+        limit = int(self._batch_size / max(ratio * _RATIO_MARGIN, 1e-3))
+        return max(1, min(limit, self._max_batch_bytes))
+
+    def observe_compression(self, topic: str, raw: int, compressed: int) -> None:
+        """Learn a topic's compression ratio from a closed batch (Java's estimator).
+
+        A topic's first batch sets the estimate (Java starts at 1.0 and needs
+        hundreds of batches to learn a good ratio); after that a worse ratio is
+        believed at once and a better one slowly, so that batches rarely come
+        out bigger than batch_size after compression.
+        """
+        observed = compressed / max(1, raw)
+        estimate = self._ratios.get(topic)
+        if estimate is None:
+            estimate = observed
+        elif observed > estimate:
+            estimate = max(estimate + _RATIO_DETERIORATE, observed)
+        else:
+            estimate = max(observed, estimate - _RATIO_IMPROVE)
+        estimate = min(estimate, 1.0)
+        self._ratios[topic] = estimate
+        limit = self._limit_for(estimate)
+        for q in self._queues.get(topic, {}).values():
+            q.batch_limit = limit
 
     def append(
         self,
@@ -192,18 +245,23 @@ class RecordAccumulator:
         if batches:
             batch = batches[-1]
             if not batch.full:
-                added = batch.append(timestamp, key, value, headers, self._batch_size)
+                added = batch.append(timestamp, key, value, headers, q.batch_limit)
                 if not added:
                     batch.full = True
         else:
             self._nonempty[q] = None
         if not added:
-            batch = ProducerBatch(q, timestamp, time.monotonic(), self._loop.create_future())
+            batch = ProducerBatch(
+                q,
+                timestamp,
+                time.monotonic(),
+                self._loop.create_future(),
+                self._compress,
+                self._codec_id,
+            )
             batches.append(batch)
             self._incomplete.add(batch)
-            added = BATCH_HEADER_SIZE + batch.append(
-                timestamp, key, value, headers, self._batch_size
-            )
+            added = BATCH_HEADER_SIZE + batch.append(timestamp, key, value, headers, q.batch_limit)
             # A new batch starts a linger timer, or the old one filled up: the
             # sender has something to schedule either way.
             self._wakeup()
@@ -249,6 +307,7 @@ class RecordAccumulator:
             builder.count,
             builder.max_timestamp,
         )
+        batch.compress, batch.codec_id = builder.compress, builder.codec_id
         batch.full = True
         batch.memory = size
         fut: asyncio.Future[RecordMetadata] = self._loop.create_future()

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from .compression import get_codec
 from .errors import ConfigError
 
 __all__ = ["ProducerConfig", "parse_bootstrap"]
@@ -51,7 +52,9 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     enable_idempotence: bool = True
     allow_auto_create_topics: bool = True
     fail_partition_on_error: bool = False
-    compression_type: Literal["none"] | None = None
+    # A plain str: get_codec() checks it and suggests the nearest codec name.
+    compression_type: str | None = None
+    compression_level: int | None = None
     security_protocol: Literal["PLAINTEXT"] = "PLAINTEXT"
     # Callables are checked by hand below: msgspec has no "callable" type.
     key_serializer: Any = None
@@ -74,6 +77,12 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             raise ConfigError("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
         if self.enable_idempotence:
             _check_idempotence(self)
+        codec = get_codec(self.compression_type)  # raises naming the codec or its extra
+        if codec is None:
+            if self.compression_level is not None:
+                raise ConfigError("compression_level is set but compression_type is not")
+        else:
+            codec.check_level(self.compression_level)
         if self.max_request_size < 64:
             raise ConfigError("max_request_size is too small to hold a record batch")
         parse_bootstrap(self.bootstrap_servers)
@@ -107,6 +116,10 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         try:
             return msgspec.convert(data, cls, strict=True)
         except msgspec.ValidationError as e:
+            # msgspec wraps what __post_init__ raised: keep our own, more precise class.
+            original = e.__cause__ or e.__context__
+            if isinstance(original, ConfigError):
+                raise original from None
             raise ConfigError(_describe(e)) from None
 
 
@@ -138,7 +151,10 @@ FIELD_DOCS: dict[str, str] = {
     "allow_auto_create_topics": "let the broker create a topic on first metadata request",
     "fail_partition_on_error": "when a record fails for good, fail the records queued or in"
     " flight behind it in its partition too, so the partition has no gap",
-    "compression_type": "`None` only for now (codecs come with their own issue)",
+    "compression_type": "`None`/`'none'`, `'gzip'`, `'snappy'`, `'lz4'` or `'zstd'` (codec"
+    " libraries: extras `snappy`, `lz4`, `zstd`)",
+    "compression_level": "codec level; `None` means the codec's documented default (gzip 6,"
+    " lz4 9 = fast mode, zstd 3; snappy has none), as Java's",
     "security_protocol": "`PLAINTEXT` only for now (TLS/SASL come with their own issue)",
     "key_serializer": "callable turning a key into bytes (default: keys must be bytes)",
     "value_serializer": "callable turning a value into bytes (default: values must be bytes)",

@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from .accumulator import RecordAccumulator
 from .client import NetworkClient
+from .compression import Compressor, get_codec
 from .config import ProducerConfig
 from .errors import (
     BufferFullError,
@@ -57,8 +58,12 @@ _NEW, _STARTED, _FAILED, _CLOSING, _CLOSED = range(5)
 class BatchBuilder:
     """Records for one partition built ahead of time (aiokafka's ``create_batch``)."""
 
-    def __init__(self, batch_size: int) -> None:
+    def __init__(
+        self, batch_size: int, compress: Compressor | None = None, codec_id: int = 0
+    ) -> None:
         self._limit = batch_size
+        self._compress = compress
+        self._codec_id = codec_id
         self._builder: RecordBatchBuilder | None = None
 
     def append(
@@ -72,7 +77,7 @@ class BatchBuilder:
         """Add a record; return its encoded size, or None when the batch is full."""
         ts = int(time.time() * 1000) if timestamp is None else timestamp
         if self._builder is None:
-            self._builder = RecordBatchBuilder(ts)
+            self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
         added = self._builder.append(ts, key, value, _check_headers(headers, "batch"), self._limit)
         return added or None
 
@@ -103,6 +108,9 @@ class AIOKafkaProducer(Generic[K, V]):
         self._max_block = cfg.max_block_ms / 1000
         self._max_request_size = cfg.max_request_size
         self._batch_size = cfg.batch_size
+        codec = get_codec(cfg.compression_type)
+        self._compress = None if codec is None else codec.compressor(cfg.compression_level)
+        self._codec_id = 0 if codec is None else codec.id
         self._hashes = KeyHashCache()
         self._sticky = StickyPartitioner()
         self._sticky_bytes: dict[str, int] = {}
@@ -139,6 +147,9 @@ class AIOKafkaProducer(Generic[K, V]):
                 cfg.max_in_flight_requests_per_connection if cfg.enable_idempotence else 1
             ),
             wakeup=self._wakeup,
+            compress=self._compress,
+            codec_id=self._codec_id,
+            max_request_size=cfg.max_request_size,
         )
         self._sender = Sender(cfg, self._client, self._acc, self._on_fatal)
         try:
@@ -445,7 +456,7 @@ class AIOKafkaProducer(Generic[K, V]):
 
     def create_batch(self) -> BatchBuilder:
         """An empty batch to fill with ``append`` and send with :meth:`send_batch`."""
-        return BatchBuilder(self._batch_size)
+        return BatchBuilder(self._batch_size, self._compress, self._codec_id)
 
     async def send_batch(
         self, batch: BatchBuilder, topic: str, *, partition: int

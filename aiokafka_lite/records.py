@@ -28,6 +28,8 @@ from collections.abc import Sequence
 
 import crc32c
 
+from .compression import Compressor
+
 __all__ = [
     "BATCH_HEADER_SIZE",
     "NO_PRODUCER_EPOCH",
@@ -108,13 +110,18 @@ def record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header
 class RecordBatchBuilder:
     """Appends records to one batch buffer and writes its header when closed."""
 
-    __slots__ = ("base_timestamp", "buf", "count", "max_timestamp")
+    __slots__ = ("base_timestamp", "buf", "codec_id", "compress", "count", "max_timestamp")
 
-    def __init__(self, base_timestamp: int) -> None:
+    def __init__(
+        self, base_timestamp: int, compress: Compressor | None = None, codec_id: int = 0
+    ) -> None:
         self.buf = bytearray(BATCH_HEADER_SIZE)
         self.count = 0
         self.base_timestamp = base_timestamp
         self.max_timestamp = base_timestamp
+        # Records are encoded uncompressed; close() compresses them once.
+        self.compress = compress
+        self.codec_id = codec_id
 
     def append(
         self,
@@ -189,7 +196,13 @@ class RecordBatchBuilder:
         May be called again, e.g. to stamp a new producer epoch on a retry.
         """
         buf = self.buf
-        attributes = ATTR_TRANSACTIONAL if transactional else 0
+        if self.compress is not None:
+            compress, self.compress = self.compress, None  # never twice (retries re-close)
+            with memoryview(buf) as whole, whole[BATCH_HEADER_SIZE:] as section:
+                blob = compress(section)
+            del buf[BATCH_HEADER_SIZE:]
+            buf += blob
+        attributes = self.codec_id | (ATTR_TRANSACTIONAL if transactional else 0)
         _HEADER_AFTER_OFFSET.pack_into(buf, 8, len(buf) - 12, -1, MAGIC)
         _HEADER_AFTER_CRC.pack_into(
             buf,

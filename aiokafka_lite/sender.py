@@ -37,6 +37,7 @@ from .errors import (
     OutOfOrderSequenceNumberError,
     PartitionAbortedError,
     ProtocolError,
+    UnsupportedCompressionTypeError,
     error_from_response,
 )
 from .idempotence import IdempotenceState
@@ -187,9 +188,11 @@ class Sender:
         by_topic: dict[str, list[PartitionProduceData]] = {}
         by_tp: dict[tuple[str, int], ProducerBatch] = {}
         idem = self._idem
+        compressing = self._config.compression_type not in (None, "none")
         for batch in batches:
             topic, partition = batch.queue.tp
             self._metadata.touch(topic, now)
+            raw = len(batch.buf)
             if idem is None:
                 records = batch.close()
             else:
@@ -200,16 +203,32 @@ class Sender:
                     producer_epoch=idem.epoch,
                     base_sequence=batch.base_sequence,
                 )
+            if compressing and batch.attempts == 0:
+                self._acc.observe_compression(topic, raw, len(records))
             by_topic.setdefault(topic, []).append(PartitionProduceData(partition, records))
             by_tp[batch.queue.tp] = batch
             self._in_flight.add(batch)
+        version = conn.version_for(ProduceRequest)
+        if version < 7 and self._config.compression_type == "zstd":
+            # zstd batches need Produce v7 (Kafka 2.1); older brokers cannot take them.
+            for batch in batches:
+                self._retry_or_fail(
+                    batch,
+                    UnsupportedCompressionTypeError(
+                        f"broker node {conn.node_id} speaks Produce v{version}; zstd needs v7+",
+                        topic=batch.queue.tp.topic,
+                        partition=batch.queue.tp.partition,
+                    ),
+                    now,
+                )
+            return
         request = ProduceRequest(
             acks=self._acks,
             timeout_ms=self._config.request_timeout_ms,
             topic_data=[TopicProduceData(t, parts) for t, parts in by_topic.items()],
         )
         try:
-            fut = conn.send(request, expect_response=self._acks != 0)
+            fut = conn.send(request, version, expect_response=self._acks != 0)
         except KafkaError as e:
             for batch in batches:
                 self._retry_or_fail(batch, e, now)

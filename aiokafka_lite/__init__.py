@@ -4,6 +4,7 @@ from ._version import __version__
 from .admin import NewTopic, create_topics
 from .config import ProducerConfig
 from .errors import KafkaError, KafkaTimeoutError
+from .interceptors import ProducerInterceptor, ProducerRecord
 from .producer import AIOKafkaProducer, BatchBuilder
 from .structs import RecordMetadata, TopicPartition
 
@@ -14,6 +15,8 @@ __all__ = [
     "KafkaTimeoutError",
     "NewTopic",
     "ProducerConfig",
+    "ProducerInterceptor",
+    "ProducerRecord",
     "RecordMetadata",
     "TopicPartition",
     "__version__",

@@ -14,8 +14,10 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from . import serializers
 from .compression import get_codec
 from .errors import ConfigError
+from .interceptors import ProducerInterceptor
 
 __all__ = ["ProducerConfig", "parse_bootstrap"]
 
@@ -25,7 +27,21 @@ _Ms = Annotated[int, msgspec.Meta(ge=0)]
 _PositiveMs = Annotated[int, msgspec.Meta(ge=1)]
 
 # aiokafka accepts ``max_batch_size``; Java says ``batch.size``. Both map here.
-_ALIASES = {"max_batch_size": "batch_size"}
+# Dotted Java names map by replacing "." with "_"; these are the exceptions,
+# mostly librdkafka's own names, so a confluent-kafka config can be pasted.
+_ALIASES = {
+    "max_batch_size": "batch_size",
+    "queue_buffering_max_ms": "linger_ms",
+    "message_max_bytes": "max_request_size",
+    "message_timeout_ms": "delivery_timeout_ms",
+    "compression_codec": "compression_type",
+    "compression_gzip_level": "compression_level",
+    "compression_lz4_level": "compression_level",
+    "compression_zstd_level": "compression_level",
+    "partitioner_class": "partitioner",
+}
+# Options whose value should never reach a log line.
+SECRET_FIELDS: frozenset[str] = frozenset()
 
 
 class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -60,12 +76,27 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     key_serializer: Any = None
     value_serializer: Any = None
     partitioner: Any = None
+    interceptors: list[Any] = []
 
     def __post_init__(self) -> None:
-        for name in ("key_serializer", "value_serializer", "partitioner"):
-            value = getattr(self, name)
-            if value is not None and not callable(value):
-                raise ConfigError(f"{name}: expected a callable, got {type(value).__name__}")
+        for name in ("key_serializer", "value_serializer"):
+            try:
+                serializers.resolve(getattr(self, name))
+            except KeyError:
+                raise ConfigError(
+                    f"{name}: expected a callable or 'bytes', 'str', 'json' or 'msgpack', "
+                    f"got {getattr(self, name)!r}"
+                ) from None
+        for interceptor in self.interceptors:
+            if not isinstance(interceptor, ProducerInterceptor):
+                raise ConfigError(
+                    f"interceptors: {interceptor!r} needs on_send(record) and "
+                    "on_acknowledgement(metadata, exception) methods"
+                )
+        if self.partitioner is not None and not callable(self.partitioner):
+            raise ConfigError(
+                f"partitioner: expected a callable, got {type(self.partitioner).__name__}"
+            )
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
             raise ConfigError(
                 "delivery_timeout_ms must be >= linger_ms + request_timeout_ms "
@@ -87,6 +118,15 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             raise ConfigError("max_request_size is too small to hold a record batch")
         parse_bootstrap(self.bootstrap_servers)
 
+    def describe(self) -> str:
+        """The effective configuration, one ``name=value`` per option, secrets masked."""
+        items = []
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            shown = "[hidden]" if name in SECRET_FIELDS and value is not None else repr(value)
+            items.append(f"{name}={shown}")
+        return ", ".join(items)
+
     @property
     def acks_value(self) -> int:
         """acks as the wire's int16: 0, 1, or -1 for "all"."""
@@ -96,16 +136,20 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     def from_kwargs(cls, **kwargs: Any) -> ProducerConfig:
         """Build from aiokafka-style keyword arguments, naming any bad field."""
         data: dict[str, Any] = {}
+        given_as: dict[str, str] = {}
         for key, value in kwargs.items():
-            name = _ALIASES.get(key, key)
+            name, value = _translate(key, value)
             if name not in cls.__struct_fields__:
                 known = list(cls.__struct_fields__) + list(_ALIASES)
-                hint = difflib.get_close_matches(key, known, n=1)
+                hint = difflib.get_close_matches(key.replace(".", "_"), known, n=1)
                 suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
                 raise ConfigError(f"unknown producer option {key!r}{suggestion}")
+            if name in data:
+                raise ConfigError(
+                    f"option {name!r} is given twice: as {given_as[name]!r} and as {key!r}"
+                )
             data[name] = value
-        if data.get("acks") == "-1":
-            data["acks"] = -1
+            given_as[name] = key
         if "enable_idempotence" not in data:
             # As Java: idempotence is the default, but options that rule it out
             # (set explicitly) turn it off instead of failing.
@@ -156,10 +200,32 @@ FIELD_DOCS: dict[str, str] = {
     "compression_level": "codec level; `None` means the codec's documented default (gzip 6,"
     " lz4 9 = fast mode, zstd 3; snappy has none), as Java's",
     "security_protocol": "`PLAINTEXT` only for now (TLS/SASL come with their own issue)",
-    "key_serializer": "callable turning a key into bytes (default: keys must be bytes)",
-    "value_serializer": "callable turning a value into bytes (default: values must be bytes)",
+    "key_serializer": "callable turning a key into bytes, or `'str'`, `'json'`, `'msgpack'`,"
+    " `'bytes'` (default: keys must be bytes)",
+    "value_serializer": "callable turning a value into bytes, or a name as for `key_serializer`"
+    " (default: values must be bytes)",
     "partitioner": "callable `(key_bytes, all_partitions, available) -> partition`",
+    "interceptors": "objects with `on_send(record)` and `on_acknowledgement(metadata,"
+    " exception)` (Java's ProducerInterceptor); their errors are logged, never raised",
 }
+
+
+def _translate(key: str, value: Any) -> tuple[str, Any]:
+    """Map an aiokafka, Java (dotted) or librdkafka option name to ours."""
+    name = key.replace(".", "_")
+    if name == "queue_buffering_max_kbytes":  # librdkafka counts KiB
+        return "buffer_memory", value * 1024 if isinstance(value, int) else value
+    if name in ("bootstrap_servers", "metadata_broker_list"):
+        return "bootstrap_servers", value
+    if name == "acks" and value in ("0", "1", "-1"):  # as written in property files
+        return "acks", int(value)
+    if "." in key and isinstance(value, str):
+        # Dotted configs often come from property files, where all values are strings.
+        if value.lstrip("-").isdigit():
+            value = int(value)
+        elif value in ("true", "false"):
+            value = value == "true"
+    return _ALIASES.get(name, name), value
 
 
 def _idempotence_conflict(data: dict[str, Any]) -> str | None:

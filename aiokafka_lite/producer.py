@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from . import serializers
 from .accumulator import RecordAccumulator
 from .client import NetworkClient
 from .compression import Compressor, get_codec
@@ -32,6 +33,7 @@ from .errors import (
     SerializationError,
     error_from_response,
 )
+from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .partitioner import KeyHashCache, StickyPartitioner
 from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
 from .sender import Sender
@@ -101,8 +103,8 @@ class AIOKafkaProducer(Generic[K, V]):
         if loop is not None:
             log.warning("the loop argument is ignored; the running loop is used (as in aiokafka)")
         self._config = cfg = ProducerConfig.from_kwargs(**config)
-        self._key_serializer: Callable[[Any], bytes | None] | None = cfg.key_serializer
-        self._value_serializer: Callable[[Any], bytes | None] | None = cfg.value_serializer
+        self._key_serializer = serializers.resolve(cfg.key_serializer)
+        self._value_serializer = serializers.resolve(cfg.value_serializer)
         self._partitioner: Callable[..., int] | None = cfg.partitioner
         self._serializing = cfg.key_serializer is not None or cfg.value_serializer is not None
         self._max_block = cfg.max_block_ms / 1000
@@ -114,6 +116,11 @@ class AIOKafkaProducer(Generic[K, V]):
         self._hashes = KeyHashCache()
         self._sticky = StickyPartitioner()
         self._sticky_bytes: dict[str, int] = {}
+        self._interceptors = tuple(cfg.interceptors)
+        if self._interceptors:
+            # Bound on the instance so that send()'s own hot path needs no
+            # "any interceptors?" check for the producers that have none.
+            self.send = self._send_intercepted  # type: ignore[method-assign]
         self._state = _NEW
         self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -160,7 +167,7 @@ class AIOKafkaProducer(Generic[K, V]):
             raise
         self._sender.start()
         self._state = _STARTED
-        log.info("producer started: %s", self._metadata.cluster)
+        log.info("producer started: %s; config: %s", self._metadata.cluster, cfg.describe())
 
     def _on_fatal(self, error: KafkaError) -> None:
         self._fatal = error
@@ -307,6 +314,32 @@ class AIOKafkaProducer(Generic[K, V]):
                 topic, partition, ts, k, v, headers, size, self._max_block
             )
         return fut
+
+    async def _send_intercepted(
+        self,
+        topic: str,
+        value: V | None = None,
+        key: K | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        record = run_on_send(
+            self._interceptors, ProducerRecord(topic, value, key, partition, timestamp_ms, headers)
+        )
+        try:
+            fut = await AIOKafkaProducer.send(self, *record)
+        except Exception as e:
+            run_on_acknowledgement(self._interceptors, None, e)
+            raise
+        fut.add_done_callback(self._acknowledge)
+        return fut
+
+    def _acknowledge(self, fut: asyncio.Future[RecordMetadata]) -> None:
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        run_on_acknowledgement(self._interceptors, None if exc else fut.result(), exc)
 
     async def send_and_wait(
         self,

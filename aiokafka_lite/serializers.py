@@ -43,12 +43,14 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import msgspec
 
 __all__ = [
+    "BY_NAME",
     "JsonSerializer",
     "MsgpackSerializer",
     "Serializer",
     "bytes_serializer",
     "json_serializer",
     "msgpack_serializer",
+    "resolve",
     "str_serializer",
 ]
 
@@ -174,3 +176,27 @@ json_serializer: JsonSerializer = JsonSerializer()
 
 msgpack_serializer: MsgpackSerializer = MsgpackSerializer()
 """MessagePack via ``msgspec.msgpack`` with msgspec's defaults; ``None`` passes through."""
+
+
+# Names accepted for key_serializer / value_serializer, so configs written as
+# data (or pasted from Java: "key.serializer") need no Python callables.
+BY_NAME: dict[str, Serializer[Any]] = {
+    "bytes": bytes_serializer,
+    "str": str_serializer,
+    "string": str_serializer,
+    "json": json_serializer,
+    "msgpack": msgpack_serializer,
+    "org.apache.kafka.common.serialization.ByteArraySerializer": bytes_serializer,
+    "org.apache.kafka.common.serialization.BytesSerializer": bytes_serializer,
+    "org.apache.kafka.common.serialization.StringSerializer": str_serializer,
+}
+
+
+def resolve(spec: Serializer[Any] | str | None) -> Serializer[Any] | None:
+    """A serializer from a callable, a name in :data:`BY_NAME`, or None."""
+    if spec is None or callable(spec):
+        return spec
+    found = BY_NAME.get(spec)
+    if found is None:
+        raise KeyError(spec)
+    return found

@@ -17,7 +17,7 @@ import logging
 import struct
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from . import protocol
 from ._version import __version__
@@ -224,8 +224,8 @@ class BrokerConnection(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # Duck-typed: uvloop's TCP transports do not subclass asyncio.Transport.
+        self._transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._closed is None:

@@ -415,3 +415,18 @@ async def test_idle_connections_are_closed_and_reopened(
         assert not producer._client._conns, "idle connections must be closed"
         md = await producer.send_and_wait(topic, b"b")  # reopened lazily
         assert md.offset == 1
+
+
+def test_works_on_uvloop(bootstrap: str, topic_factory: TopicFactory) -> None:
+    """uvloop's transports are not asyncio.Transport subclasses: nothing may assume so."""
+    uvloop = pytest.importorskip("uvloop")  # installed by the dev extra (not on Windows)
+    topic = topic_factory(2)
+
+    async def produce() -> list[RecordMetadata]:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+            futures = [await producer.send(topic, b"%d" % i, key=b"k%d" % i) for i in range(500)]
+            return await asyncio.gather(*futures)
+
+    results = uvloop.run(produce())
+    assert len({(md.partition, md.offset) for md in results}) == 500
+    assert len(read_all_confluent(bootstrap, topic, expected=500)) == 500

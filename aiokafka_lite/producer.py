@@ -297,16 +297,10 @@ class AIOKafkaProducer(Generic[K, V]):
             if size > self._max_request_size:
                 self._prepare(topic, k, v, headers)  # raises, naming the topic
             headers = None
-        if partition is None:
-            if k is not None and self._partitioner is None:
-                partition = self._hashes.hash(k) % len(parts)
-            else:
-                partition = self._choose_partition(topic, k, parts, size)
-        elif not 0 <= partition < len(parts):
-            raise ValueError(
-                f"partition {partition} is out of range for {topic!r}, "
-                f"which has {len(parts)} partition(s)"
-            )
+        if partition is None and k is not None and self._partitioner is None:
+            partition = self._hashes.hash(k) % len(parts)  # keyed: the common case, inline
+        else:
+            partition = self._place(topic, k, parts, size, partition)
         ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         fut = self._acc.append(topic, partition, ts, k, v, headers, size)
         if fut is None:
@@ -379,10 +373,7 @@ class AIOKafkaProducer(Generic[K, V]):
                 "partitions_for() once before using try_send()"
             )
         key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
-        if partition is None:
-            partition = self._choose_partition(topic, key_bytes, parts, size)
-        elif not 0 <= partition < len(parts):
-            raise ValueError(f"partition {partition} is out of range for {topic!r}")
+        partition = self._place(topic, key_bytes, parts, size, partition)
         ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         fut = self._acc.append(topic, partition, ts, key_bytes, value_bytes, headers, size)
         if fut is None:
@@ -422,10 +413,23 @@ class AIOKafkaProducer(Generic[K, V]):
             )
         return key, value, size, headers
 
-    def _choose_partition(
-        self, topic: str, key: bytes | None, parts: Sequence[Any], size: int
+    def _place(
+        self,
+        topic: str,
+        key: bytes | None,
+        parts: Sequence[Any],
+        size: int,
+        partition: int | None,
     ) -> int:
+        """The partition for a record: checked if given, else chosen as Java does."""
         n = len(parts)
+        if partition is not None:
+            if not 0 <= partition < n:
+                raise ValueError(
+                    f"partition {partition} is out of range for {topic!r}, "
+                    f"which has {n} partition(s)"
+                )
+            return partition
         if self._partitioner is not None:
             available = self._metadata.cluster.available_partitions_by_topic.get(topic, ())
             chosen = int(self._partitioner(key, list(range(n)), list(available)))

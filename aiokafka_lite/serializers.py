@@ -88,7 +88,24 @@ def str_serializer(value: str | None) -> bytes | None:
     raise TypeError(f"str_serializer expects str, got {type(value).__name__}")
 
 
-class JsonSerializer:
+class _EncoderSerializer:
+    """Calls a msgspec encoder; ``None`` passes through as ``None``."""
+
+    __slots__ = ("_encode", "encoder")
+
+    encoder: msgspec.json.Encoder | msgspec.msgpack.Encoder
+    _encode: Callable[[Any], bytes]
+
+    def __call__(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        return self._encode(value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({_describe(self.encoder)})"
+
+
+class JsonSerializer(_EncoderSerializer):
     """JSON (``msgspec.json``) serializer; ``None`` passes through as ``None``.
 
     Arguments are ``msgspec.json.Encoder``'s: ``enc_hook`` for unsupported types,
@@ -97,7 +114,7 @@ class JsonSerializer:
     struct fields).
     """
 
-    __slots__ = ("_encode", "encoder")
+    __slots__ = ()
 
     def __init__(
         self,
@@ -115,23 +132,15 @@ class JsonSerializer:
         )
         self._encode = self.encoder.encode
 
-    def __call__(self, value: Any) -> bytes | None:
-        if value is None:
-            return None
-        return self._encode(value)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({_describe(self.encoder)})"
-
-
-class MsgpackSerializer:
+class MsgpackSerializer(_EncoderSerializer):
     """MessagePack (``msgspec.msgpack``) serializer; ``None`` passes through as ``None``.
 
     Arguments are ``msgspec.msgpack.Encoder``'s: ``enc_hook``, ``decimal_format``,
     ``uuid_format`` (``"canonical"``/``"hex"``/``"bytes"``) and ``order``.
     """
 
-    __slots__ = ("_encode", "encoder")
+    __slots__ = ()
 
     def __init__(
         self,
@@ -148,14 +157,6 @@ class MsgpackSerializer:
             order=order,
         )
         self._encode = self.encoder.encode
-
-    def __call__(self, value: Any) -> bytes | None:
-        if value is None:
-            return None
-        return self._encode(value)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({_describe(self.encoder)})"
 
 
 def _describe(encoder: msgspec.json.Encoder | msgspec.msgpack.Encoder) -> str:

@@ -185,6 +185,20 @@ class Sender:
     # -- produce requests -------------------------------------------------------------
 
     def _send(self, conn: BrokerConnection, batches: list[ProducerBatch], now: float) -> None:
+        version = conn.version_for(ProduceRequest)
+        if version < 7 and self._config.compression_type == "zstd":
+            # zstd batches need Produce v7 (Kafka 2.1); older brokers cannot take them.
+            for batch in batches:
+                self._in_flight.add(batch)
+                self._finish(
+                    batch,
+                    error=UnsupportedCompressionTypeError(
+                        f"broker node {conn.node_id} speaks Produce v{version}; zstd needs v7+",
+                        topic=batch.queue.tp.topic,
+                        partition=batch.queue.tp.partition,
+                    ),
+                )
+            return
         by_topic: dict[str, list[PartitionProduceData]] = {}
         by_tp: dict[tuple[str, int], ProducerBatch] = {}
         idem = self._idem
@@ -208,20 +222,6 @@ class Sender:
             by_topic.setdefault(topic, []).append(PartitionProduceData(partition, records))
             by_tp[batch.queue.tp] = batch
             self._in_flight.add(batch)
-        version = conn.version_for(ProduceRequest)
-        if version < 7 and self._config.compression_type == "zstd":
-            # zstd batches need Produce v7 (Kafka 2.1); older brokers cannot take them.
-            for batch in batches:
-                self._retry_or_fail(
-                    batch,
-                    UnsupportedCompressionTypeError(
-                        f"broker node {conn.node_id} speaks Produce v{version}; zstd needs v7+",
-                        topic=batch.queue.tp.topic,
-                        partition=batch.queue.tp.partition,
-                    ),
-                    now,
-                )
-            return
         request = ProduceRequest(
             acks=self._acks,
             timeout_ms=self._config.request_timeout_ms,

@@ -6,7 +6,7 @@ from .config import ProducerConfig
 from .errors import KafkaError, KafkaTimeoutError
 from .interceptors import ProducerInterceptor, ProducerRecord
 from .producer import AIOKafkaProducer, BatchBuilder
-from .structs import RecordMetadata, TopicPartition
+from .structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 __all__ = [
     "AIOKafkaProducer",
@@ -14,6 +14,7 @@ __all__ = [
     "KafkaError",
     "KafkaTimeoutError",
     "NewTopic",
+    "OffsetAndMetadata",
     "ProducerConfig",
     "ProducerInterceptor",
     "ProducerRecord",

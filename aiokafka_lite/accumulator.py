@@ -520,6 +520,10 @@ class RecordAccumulator:
             if not q.batches:
                 self._nonempty.pop(q, None)
 
+    def queued_partitions(self) -> list[TopicPartition]:
+        """Partitions with a batch waiting in their queue."""
+        return [q.tp for q in self._nonempty]
+
     def queued_batches(self) -> list[ProducerBatch]:
         """Every batch waiting in a queue (not in flight), oldest first per partition."""
         return [b for q in self._nonempty for b in q.batches]

@@ -66,6 +66,8 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     max_in_flight_requests_per_connection: Annotated[int, msgspec.Meta(ge=1)] = 5
     connections_max_idle_ms: _PositiveMs = 540000
     enable_idempotence: bool = True
+    transactional_id: str | None = None
+    transaction_timeout_ms: Annotated[int, msgspec.Meta(ge=1, le=2147483647)] = 60000
     allow_auto_create_topics: bool = True
     fail_partition_on_error: bool = False
     # A plain str: get_codec() checks it and suggests the nearest codec name.
@@ -108,6 +110,13 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             raise ConfigError("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
         if self.enable_idempotence:
             _check_idempotence(self)
+        elif self.transactional_id is not None:
+            raise ConfigError(
+                "transactional_id requires enable_idempotence=True (transactions are built "
+                "on the idempotent producer's id, epoch and sequence numbers)"
+            )
+        if self.transactional_id == "":
+            raise ConfigError("transactional_id: must be a non-empty string (or None)")
         codec = get_codec(self.compression_type)  # raises naming the codec or its extra
         if codec is None:
             if self.compression_level is not None:
@@ -150,9 +159,10 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
                 )
             data[name] = value
             given_as[name] = key
-        if "enable_idempotence" not in data:
+        if "enable_idempotence" not in data and data.get("transactional_id") is None:
             # As Java: idempotence is the default, but options that rule it out
-            # (set explicitly) turn it off instead of failing.
+            # (set explicitly) turn it off instead of failing. A transactional
+            # producer needs it, so there a conflict fails in _check_idempotence.
             conflict = _idempotence_conflict(data)
             if conflict:
                 log.info("enable_idempotence is off because %s", conflict)
@@ -192,6 +202,9 @@ FIELD_DOCS: dict[str, str] = {
     "connections_max_idle_ms": "idle connections are closed after this long",
     "enable_idempotence": "producer id + sequence numbers: no duplicates or reordering on"
     " retry (turned off by itself when `acks`, `retries` or in-flight settings rule it out)",
+    "transactional_id": "enables transactions (`begin_transaction()` ... `commit_transaction()`);"
+    " stable across restarts so the broker can fence older instances; needs idempotence",
+    "transaction_timeout_ms": "the coordinator aborts a transaction left open longer than this",
     "allow_auto_create_topics": "let the broker create a topic on first metadata request",
     "fail_partition_on_error": "when a record fails for good, fail the records queued or in"
     " flight behind it in its partition too, so the partition has no gap",

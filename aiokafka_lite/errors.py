@@ -23,13 +23,15 @@ Hierarchy::
         ├── ProtocolError                   retriable: broker bytes could not be parsed
         ├── IllegalStateError               the producer cannot do that now
         │   ├── ProducerNotStartedError     used before start()
-        │   └── ProducerClosedError         used after stop()
+        │   ├── ProducerClosedError         used after stop()
+        │   └── TransactionAbortRequiredError  the transaction failed: abort it
         ├── RecordTooLargeError             client side: record > max_request_size/buffer_memory
         ├── BufferFullError                 retriable: try_send found buffer_memory exhausted
         ├── DeliveryOutcomeUnknownError     may have been written; unsafe to re-send (new epoch)
         ├── PartitionAbortedError           an earlier record of the partition failed
         │                                   (only with fail_partition_on_error=True)
         ├── SerializationError              a key or value serializer failed
+        ├── TransactionAbortedError         not sent: its transaction was aborted
         ├── IncompatibleBrokerVersionError  the broker speaks none of our versions of an API
         └── ConfigError (also ValueError)   a bad producer setting; the message names it
             └── UnsupportedCodecError       compression codec library not installed
@@ -225,7 +227,9 @@ __all__ = [
     "TopicAlreadyExistsError",
     "TopicAuthorizationFailedError",
     "TopicDeletionDisabledError",
+    "TransactionAbortRequiredError",
     "TransactionAbortableError",
+    "TransactionAbortedError",
     "TransactionCoordinatorFenced",
     "TransactionCoordinatorFencedError",
     "TransactionalIdAuthorizationFailed",
@@ -298,6 +302,19 @@ class ProducerNotStartedError(IllegalStateError):
 
 class ProducerClosedError(IllegalStateError):
     """The producer was used after ``stop()``, or stopped while a send was waiting."""
+
+
+class TransactionAbortRequiredError(IllegalStateError):
+    """The current transaction hit an error and can only be aborted.
+
+    Raised by ``send()``, ``send_offsets_to_transaction()`` and
+    ``commit_transaction()`` until ``abort_transaction()`` is called; the
+    error that broke the transaction is its ``__cause__``.
+    """
+
+
+class TransactionAbortedError(KafkaError):
+    """The record was not sent (or not kept): its transaction was aborted."""
 
 
 class RecordTooLargeError(KafkaError):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
@@ -37,9 +37,10 @@ from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .partitioner import KeyHashCache, StickyPartitioner
 from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
 from .sender import Sender
-from .structs import RecordMetadata
+from .structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+from .transaction import TransactionManager, TxnState
 
-__all__ = ["AIOKafkaProducer", "BatchBuilder"]
+__all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
 
 log = logging.getLogger("aiokafka_lite.producer")
 
@@ -121,6 +122,11 @@ class AIOKafkaProducer(Generic[K, V]):
             # Bound on the instance so that send()'s own hot path needs no
             # "any interceptors?" check for the producers that have none.
             self.send = self._send_intercepted  # type: ignore[method-assign]
+        if cfg.transactional_id is not None:
+            # Same trick: only transactional producers pay for the "inside a
+            # transaction?" check, and it wraps whichever send is in place.
+            self._send_unchecked = self.send
+            self.send = self._send_in_transaction  # type: ignore[method-assign]
         self._state = _NEW
         self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -161,6 +167,9 @@ class AIOKafkaProducer(Generic[K, V]):
         self._sender = Sender(cfg, self._client, self._acc, self._on_fatal)
         try:
             await self._client.bootstrap(cfg.request_timeout_ms / 1000)
+            if self._sender.transactions is not None:
+                # aiokafka (and Java's initTransactions): fence older instances now.
+                await self._sender.transactions.initialize()
         except BaseException:
             await self._client.close()
             self._state = _CLOSED
@@ -194,6 +203,7 @@ class AIOKafkaProducer(Generic[K, V]):
         if timeout is None:
             timeout = self._config.delivery_timeout_ms / 1000
         try:
+            await self._abort_open_transaction(timeout)
             await self._sender.stop(timeout)
         finally:
             await self._client.close()
@@ -238,6 +248,81 @@ class AIOKafkaProducer(Generic[K, V]):
         if self._state == _FAILED and self._fatal is not None:
             raise self._fatal
         raise ProducerClosedError("the producer is stopped; records can no longer be sent")
+
+    # -- transactions ------------------------------------------------------------------
+
+    def _transactions(self) -> TransactionManager:
+        self._check_running()
+        txn = self._sender.transactions
+        if txn is None:
+            raise IllegalStateError(
+                "transactions need a transactional_id: AIOKafkaProducer(transactional_id=...)"
+            )
+        return txn
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: records sent from now on commit or abort together."""
+        self._transactions().begin()
+
+    async def commit_transaction(self) -> None:
+        """Deliver every record of the transaction, then commit it.
+
+        If a record failed, raises :class:`TransactionAbortRequiredError` (the
+        failure is its cause): call :meth:`abort_transaction`. If it times out
+        (``max_block_ms``), it may be called again.
+        """
+        await self._transactions().commit()
+
+    async def abort_transaction(self) -> None:
+        """Drop unsent records, then abort: no record of the transaction is ever read
+        by a ``read_committed`` consumer."""
+        await self._transactions().abort()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+        group_id: str,
+    ) -> None:
+        """Commit ``group_id``'s consumer offsets with the transaction (consume-transform-produce).
+
+        ``offsets`` maps each partition to the offset of the next record to consume.
+        """
+        await self._transactions().send_offsets(offsets, group_id)
+
+    def transaction(self) -> Transaction:
+        """``async with producer.transaction():`` begins; commits, or aborts on an exception."""
+        return Transaction(self)
+
+    async def _send_in_transaction(
+        self,
+        topic: str,
+        value: V | None = None,
+        key: K | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        if self._state == _STARTED:
+            self._sender.transactions.check_can_send()  # type: ignore[union-attr]
+        return await self._send_unchecked(topic, value, key, partition, timestamp_ms, headers)
+
+    def _check_transactional_send(self) -> None:
+        txn = self._sender.transactions if self._state == _STARTED else None
+        if txn is not None:
+            txn.check_can_send()
+
+    async def _abort_open_transaction(self, timeout: float) -> None:
+        # Java's close() does the same: what was not committed never becomes
+        # visible, and the coordinator need not wait for transaction_timeout_ms.
+        txn = self._sender.transactions
+        if txn is None or not txn.open:
+            return
+        log.info("aborting the open transaction of %r on stop()", txn.transactional_id)
+        try:
+            async with asyncio.timeout(timeout):
+                await txn.abort()
+        except (KafkaError, TimeoutError) as e:
+            log.warning("could not abort the open transaction on stop(): %s", e)
 
     def metrics(self) -> dict[str, float]:
         """A snapshot of counters, named as Java's producer metrics where one exists."""
@@ -364,6 +449,7 @@ class AIOKafkaProducer(Generic[K, V]):
         :class:`BufferFullError` is not what you get: :class:`KafkaError` says so.
         """
         self._check_running()
+        self._check_transactional_send()
         parts = self._metadata.partitions_by_topic.get(topic)
         if parts is None:
             self._metadata.add_topic(topic)
@@ -503,6 +589,7 @@ class AIOKafkaProducer(Generic[K, V]):
         The future resolves to the metadata of the batch's first record.
         """
         self._check_running()
+        self._check_transactional_send()
         parts = self._metadata.partitions_by_topic.get(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
@@ -523,6 +610,31 @@ class AIOKafkaProducer(Generic[K, V]):
         for key, value in records:
             futures.append(await self.send(topic, value, key, partition))
         return futures
+
+
+class Transaction:
+    """``async with producer.transaction():`` (aiokafka's TransactionContext)."""
+
+    def __init__(self, producer: AIOKafkaProducer[Any, Any]) -> None:
+        self._producer = producer
+
+    async def __aenter__(self) -> Transaction:
+        self._producer.begin_transaction()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            await self._producer.commit_transaction()
+            return
+        txn = self._producer._sender.transactions
+        if txn is not None and txn.state is TxnState.FATAL_ERROR:
+            return  # nothing can be aborted; the exception raised says why
+        await self._producer.abort_transaction()
 
 
 def _as_bytes(data: object, what: str, topic: str) -> bytes:

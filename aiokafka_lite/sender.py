@@ -50,6 +50,7 @@ from .protocol.messages import (
     ProduceResponse,
     TopicProduceData,
 )
+from .transaction import TransactionManager
 
 __all__ = ["Sender"]
 
@@ -71,6 +72,18 @@ class Sender:
         self._config = config
         self._on_fatal = on_fatal
         self._idem = IdempotenceState() if config.enable_idempotence else None
+        self.transactions: TransactionManager | None = None
+        if config.transactional_id is not None and self._idem is not None:
+            self.transactions = TransactionManager(
+                config,
+                client,
+                accumulator,
+                self._idem,
+                on_fatal=self._fail_fatally,
+                abort_queued=self._abort_queued,
+                wakeup=self.wakeup,
+            )
+        self._txn = self.transactions
         self._pid_task: asyncio.Task[None] | None = None
         self._fatal: KafkaError | None = None
         self._client = client
@@ -130,6 +143,8 @@ class Sender:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._txn is not None:
+            await self._txn.close()
 
     # -- the loop ------------------------------------------------------------------
 
@@ -162,6 +177,8 @@ class Sender:
             self._expire(batch, now)
         if unknown_leader:
             self._metadata.request_update()
+        if self._txn is not None:  # a partition is drained once it is in the transaction
+            ready = self._txn.filter_ready(ready, self._acc.queued_partitions())
         if self._idem is not None and not self._producer_id_ready(now):
             # No batch may go out without a valid producer id and epoch.
             delay = min(delay, self._client.maybe_update_metadata(now))
@@ -216,6 +233,7 @@ class Sender:
                     producer_id=idem.producer_id,
                     producer_epoch=idem.epoch,
                     base_sequence=batch.base_sequence,
+                    transactional=self._txn is not None,
                 )
             if compressing and batch.attempts == 0:
                 self._acc.observe_compression(topic, raw, len(records))
@@ -223,6 +241,7 @@ class Sender:
             by_tp[batch.queue.tp] = batch
             self._in_flight.add(batch)
         request = ProduceRequest(
+            transactional_id=self._config.transactional_id,
             acks=self._acks,
             timeout_ms=self._config.request_timeout_ms,
             topic_data=[TopicProduceData(t, parts) for t, parts in by_topic.items()],
@@ -350,8 +369,13 @@ class Sender:
             return
         # The broker lost our producer state, or has a gap we cannot explain:
         # start a new epoch once nothing is in flight, then number afresh.
-        log.warning("%s: starting a new producer epoch", error)
         self._idem.bump_needed = True
+        if self._txn is not None:
+            # In a transaction the gap spoils it: it must be aborted, and the
+            # abort starts the new epoch.
+            self._finish(batch, error=error)
+            return
+        log.warning("%s: starting a new producer epoch", error)
         self._requeue_or_fail(batch, error, now)
 
     # -- producer id and epoch -------------------------------------------------------------
@@ -363,6 +387,8 @@ class Sender:
             return False
         if idem.has_producer_id and not idem.bump_needed:
             return True
+        if self._txn is not None:
+            return False  # the transaction manager starts (and bumps) epochs
         if idem.bump_needed and self._in_flight:
             return False  # a new epoch only once every request of the old one is answered
         if self._pid_task is None:
@@ -453,6 +479,11 @@ class Sender:
             self.records_failed += batch.count
         self._on_fatal(error)
 
+    def _abort_queued(self, error: KafkaError) -> None:
+        """Fail every batch still waiting in a queue (its transaction is aborted)."""
+        for batch in self._acc.queued_batches():
+            self._fail_queued(batch, error)
+
     # -- outcomes ------------------------------------------------------------------------
 
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
@@ -532,6 +563,8 @@ class Sender:
 
     def _failed_for_good(self, batch: ProducerBatch, error: BaseException) -> None:
         self._sequence_gap(batch)
+        if self._txn is not None:
+            self._txn.batch_failed(error)
         self.records_failed += batch.count
         batch.fail(error)
         q = batch.queue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["RecordMetadata", "TopicPartition"]
+__all__ = ["OffsetAndMetadata", "RecordMetadata", "TopicPartition"]
 
 
 class TopicPartition(NamedTuple):
@@ -22,3 +22,10 @@ class RecordMetadata(NamedTuple):
     timestamp: int
     timestamp_type: int
     log_start_offset: int
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A consumer offset to commit, with optional metadata (aiokafka's)."""
+
+    offset: int
+    metadata: str = ""

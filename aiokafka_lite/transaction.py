@@ -1,0 +1,693 @@
+"""Transactions: the transactional half of Java's ``TransactionManager``.
+
+A transactional producer is an idempotent producer whose producer id is bound
+to a ``transactional_id`` by the transaction coordinator (a broker found with
+FindCoordinator). InitProducerId with that id fences every older producer
+instance using it (their epoch is now stale) and aborts whatever transaction
+they left open. Then, per transaction::
+
+    begin_transaction()             local only: READY -> IN_TRANSACTION
+    send(...)                       the sender asks AddPartitionsToTxn for each new
+                                    partition and drains a partition only once added
+    send_offsets_to_transaction()   AddOffsetsToTxn (txn coordinator), then
+                                    TxnOffsetCommit (the group's coordinator)
+    commit_transaction()            flush, then EndTxn(commit)  -> READY
+    abort_transaction()             drop unsent batches, wait for in-flight ones,
+                                    EndTxn(abort)               -> READY
+
+States::
+
+    UNINITIALIZED -> INITIALIZING -> READY -> IN_TRANSACTION -> COMMITTING -> READY
+                                                      |     \\--> ABORTING ---> READY
+                                                      v             ^
+                                               ABORTABLE_ERROR -----/
+    any state -> FATAL_ERROR (fenced, not authorized, ...): every later call raises it
+
+An error that spoils only the current transaction (a record that failed, a
+partition we may not write to) is *abortable*: the producer refuses to send or
+commit until the transaction is aborted. Being fenced by a newer instance
+(PRODUCER_FENCED, INVALID_PRODUCER_EPOCH) is *fatal*: the producer can only be
+stopped. Coordinator moves (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+COORDINATOR_LOAD_IN_PROGRESS), CONCURRENT_TRANSACTIONS and lost connections
+are retried with backoff, looking the coordinator up again where it may have
+moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from .accumulator import PartitionQueue, RecordAccumulator
+from .client import NetworkClient, backoff_delay
+from .config import ProducerConfig
+from .connection import BrokerConnection
+from .errors import (
+    BrokerResponseError,
+    CoordinatorNotAvailableError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NotCoordinatorError,
+    TransactionAbortedError,
+    TransactionAbortRequiredError,
+    error_from_response,
+)
+from .idempotence import IdempotenceState
+from .protocol.messages import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopic,
+    EndTxnRequest,
+    EndTxnResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    TxnOffsetCommitResponse,
+)
+from .structs import OffsetAndMetadata, TopicPartition
+
+__all__ = ["TransactionManager", "TxnState"]
+
+log = logging.getLogger("aiokafka_lite.transaction")
+
+T = TypeVar("T")
+
+GROUP = 0  # FindCoordinator key types
+TRANSACTION = 1
+
+OPERATION_NOT_ATTEMPTED = 55
+# Codes after which no later transactional call can succeed (Java's fatal errors).
+_FATAL_CODES = frozenset(
+    {
+        31,  # CLUSTER_AUTHORIZATION_FAILED
+        35,  # UNSUPPORTED_VERSION
+        47,  # INVALID_PRODUCER_EPOCH: a newer instance took over
+        48,  # INVALID_TXN_STATE
+        49,  # INVALID_PRODUCER_ID_MAPPING
+        52,  # TRANSACTION_COORDINATOR_FENCED
+        53,  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        90,  # PRODUCER_FENCED
+    }
+)
+
+
+class TxnState(enum.Enum):
+    UNINITIALIZED = "uninitialized"
+    INITIALIZING = "initializing"
+    READY = "ready"
+    IN_TRANSACTION = "in transaction"
+    COMMITTING = "committing"
+    ABORTING = "aborting"
+    ABORTABLE_ERROR = "abortable error"
+    FATAL_ERROR = "fatal error"
+
+
+def is_fatal(error: BaseException) -> bool:
+    return isinstance(error, BrokerResponseError) and error.errno in _FATAL_CODES
+
+
+class TransactionManager:
+    """Transaction state, coordinator requests, and which partitions are in the transaction.
+
+    The sender consults :meth:`filter_ready` before draining; the producer's
+    transactional methods call :meth:`begin`, :meth:`commit`, :meth:`abort`
+    and :meth:`send_offsets`.
+    """
+
+    def __init__(
+        self,
+        config: ProducerConfig,
+        client: NetworkClient,
+        accumulator: RecordAccumulator,
+        idem: IdempotenceState,
+        *,
+        on_fatal: Callable[[KafkaError], None],
+        abort_queued: Callable[[KafkaError], None],
+        wakeup: Callable[[], None],
+    ) -> None:
+        assert config.transactional_id is not None
+        self.transactional_id: str = config.transactional_id
+        self._config = config
+        self._client = client
+        self._acc = accumulator
+        self.idem = idem
+        self._on_fatal = on_fatal
+        self._abort_queued = abort_queued
+        self._wakeup = wakeup
+        self.state = TxnState.UNINITIALIZED
+        self.error: KafkaError | None = None  # what broke the transaction, or the producer
+        self._busy: str | None = None  # the transactional call in progress
+        self._added: set[TopicPartition] = set()  # in the transaction on the coordinator
+        self._pending: set[TopicPartition] = set()  # waiting for AddPartitionsToTxn
+        self._adding: asyncio.Task[None] | None = None
+        self._started = False  # the coordinator knows of this transaction
+        self._coordinators: dict[tuple[int, str], int] = {}
+        self._max_block = config.max_block_ms / 1000
+
+    def __repr__(self) -> str:
+        return f"<TransactionManager {self.transactional_id!r} {self.state.value}>"
+
+    # -- the producer's calls ----------------------------------------------------------
+
+    async def initialize(self) -> None:
+        """InitProducerId with our transactional id: fence older instances, get an epoch."""
+        self.state = TxnState.INITIALIZING
+        try:
+            await self._init_producer_id(bump=False)
+        except KafkaError as e:
+            self._fail(e, fatal=True)
+            raise
+        self.state = TxnState.READY
+
+    def begin(self) -> None:
+        self._check_usable("begin_transaction")
+        if self.state is not TxnState.READY:
+            raise IllegalStateError(
+                f"begin_transaction(): a transaction is already {self.state.value}; "
+                "commit or abort it first"
+            )
+        self.state = TxnState.IN_TRANSACTION
+
+    def check_can_send(self) -> None:
+        """Raise unless records may be appended now (inside an open transaction)."""
+        if self.state is TxnState.IN_TRANSACTION:
+            return
+        self._check_usable("send")
+        if self.state is TxnState.READY:
+            raise IllegalStateError(
+                f"producer with transactional_id {self.transactional_id!r} can only send "
+                "inside a transaction: call begin_transaction() first"
+            )
+        raise IllegalStateError(f"cannot send: the transaction is {self.state.value}")
+
+    async def commit(self) -> None:
+        """Deliver every record of the transaction, then EndTxn(commit)."""
+        op = "commit_transaction"
+        self._check_usable(op)
+        if self.state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            raise IllegalStateError(f"{op}(): no transaction to commit ({self.state.value})")
+        self._enter(op)
+        self.state = TxnState.COMMITTING
+        try:
+            await self._flush()
+            await self._adds_settled()
+            if self.state is not TxnState.COMMITTING:
+                self._check_usable(op)  # raises, naming what broke the transaction
+            if self._started:
+                await self._end_txn(commit=True)
+        except KafkaError as e:
+            if is_fatal(e):
+                self._fail(e, fatal=True)
+            elif not e.retriable and self.state is TxnState.COMMITTING:
+                self._fail(e, fatal=False)
+            # else (a timeout): still COMMITTING; commit_transaction() may be called again
+            raise
+        finally:
+            self._busy = None
+        self._completed()
+
+    async def abort(self) -> None:
+        """Drop unsent records, wait for in-flight ones, then EndTxn(abort)."""
+        op = "abort_transaction"
+        if self.state is TxnState.FATAL_ERROR:
+            self._check_usable(op)
+        if self.state not in (
+            TxnState.IN_TRANSACTION,
+            TxnState.ABORTABLE_ERROR,
+            TxnState.ABORTING,
+        ):
+            raise IllegalStateError(f"{op}(): no transaction to abort ({self.state.value})")
+        self._enter(op)
+        self.state = TxnState.ABORTING
+        try:
+            self._drop_unsent()
+            await self._flush()  # what is in flight lands (and is aborted) or fails
+            await self._adds_settled()
+            if self._started:
+                await self._end_txn(commit=False)
+            if self.idem.bump_needed:
+                # A record failed after taking a sequence number: the broker
+                # would refuse the next one. A new epoch numbers from 0 again.
+                await self._init_producer_id(bump=True)
+        except KafkaError as e:
+            if is_fatal(e):
+                self._fail(e, fatal=True)
+            raise
+        finally:
+            self._busy = None
+        self._completed()
+
+    async def send_offsets(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata], group_id: str
+    ) -> None:
+        """Commit a consumer group's offsets as part of the transaction."""
+        op = "send_offsets_to_transaction"
+        self._check_usable(op)
+        if self.state is not TxnState.IN_TRANSACTION:
+            raise IllegalStateError(f"{op}(): no transaction is open ({self.state.value})")
+        topics = _offset_topics(offsets)
+        self._enter(op)
+        try:
+            await self._add_offsets(group_id)
+            self._started = True
+            await self._commit_offsets(group_id, topics)
+        except KafkaError as e:
+            self._fail(e, fatal=is_fatal(e))
+            raise
+        finally:
+            self._busy = None
+
+    async def close(self) -> None:
+        task = self._adding
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    @property
+    def open(self) -> bool:
+        """A transaction is open (and should be aborted if the producer stops now)."""
+        return self.state in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR)
+
+    # -- the sender's hooks --------------------------------------------------------------
+
+    def filter_ready(
+        self, ready: dict[int, list[PartitionQueue]], queued: Iterable[TopicPartition]
+    ) -> dict[int, list[PartitionQueue]]:
+        """Only partitions already in the transaction may be drained; ask for the others."""
+        state = self.state
+        if state in (TxnState.ABORTABLE_ERROR, TxnState.ABORTING, TxnState.FATAL_ERROR):
+            self._drop_unsent()
+            return {}
+        if state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            return {}
+        added = self._added
+        for tp in queued:
+            if tp not in added:
+                self._pending.add(tp)
+        if self._pending and self._adding is None:
+            self._adding = asyncio.get_running_loop().create_task(
+                self._add_partitions(), name="aiokafka_lite.add_partitions_to_txn"
+            )
+        if not self._pending:
+            return ready
+        out: dict[int, list[PartitionQueue]] = {}
+        for node_id, queues in ready.items():
+            allowed = [q for q in queues if q.tp in added]
+            if allowed:
+                out[node_id] = allowed
+        return out
+
+    def batch_failed(self, error: BaseException) -> None:
+        """A record of the transaction failed for good: the transaction cannot commit."""
+        if self.state in (TxnState.ABORTING, TxnState.FATAL_ERROR, TxnState.UNINITIALIZED):
+            return
+        if isinstance(error, TransactionAbortedError):
+            return
+        fatal = is_fatal(error)
+        if not fatal and self.state is TxnState.ABORTABLE_ERROR:
+            return  # the first error is the one worth reporting
+        self._fail(error if isinstance(error, KafkaError) else KafkaError(str(error)), fatal)
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _check_usable(self, op: str) -> None:
+        if self.state is TxnState.FATAL_ERROR:
+            assert self.error is not None
+            raise self.error
+        if self.state is TxnState.ABORTABLE_ERROR:
+            raise TransactionAbortRequiredError(
+                f"{op}(): the transaction failed ({self.error}); call abort_transaction()"
+            ) from self.error
+        if self.state in (TxnState.UNINITIALIZED, TxnState.INITIALIZING):
+            raise IllegalStateError(f"{op}(): the producer is not started")
+
+    def _enter(self, op: str) -> None:
+        if self._busy is not None:
+            raise IllegalStateError(f"{op}(): {self._busy}() is still in progress; await it first")
+        self._busy = op
+
+    def _fail(self, error: KafkaError, fatal: bool) -> None:
+        if self.state is TxnState.FATAL_ERROR:
+            return
+        if fatal:
+            log.error("transactional id %r: fatal error: %s", self.transactional_id, error)
+            self.state = TxnState.FATAL_ERROR
+            self.error = error
+            self._on_fatal(error)
+        else:
+            log.warning(
+                "transactional id %r: the transaction must be aborted: %s",
+                self.transactional_id,
+                error,
+            )
+            self.state = TxnState.ABORTABLE_ERROR
+            self.error = error
+        self._wakeup()
+
+    def _completed(self) -> None:
+        self._added.clear()
+        self._pending.clear()
+        self._started = False
+        self.error = None
+        self.state = TxnState.READY
+
+    def _drop_unsent(self) -> None:
+        cause = self.error
+        reason = f" after an error ({cause})" if cause is not None else ""
+        error = TransactionAbortedError(
+            f"record not sent: the transaction of {self.transactional_id!r} was aborted{reason}"
+        )
+        error.__cause__ = cause
+        self._acc.fail_waiters(error)
+        self._abort_queued(error)
+
+    async def _flush(self) -> None:
+        # Each record resolves within delivery_timeout_ms, so this ends.
+        self._acc.begin_flush()
+        self._wakeup()
+        try:
+            await self._acc.await_flush_completion()
+        finally:
+            self._acc.end_flush()
+
+    async def _adds_settled(self) -> None:
+        task = self._adding
+        if task is not None:
+            await asyncio.shield(task)
+
+    # -- AddPartitionsToTxn ---------------------------------------------------------------
+
+    async def _add_partitions(self) -> None:
+        failures = 0
+        try:
+            while self._pending and self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+                try:
+                    await self._add_pending()
+                    failures = 0
+                except KafkaError as e:
+                    if not e.retriable:
+                        self._fail(e, fatal=is_fatal(e))
+                        return
+                    failures += 1
+                    delay = self._backoff(failures)
+                    log.info("AddPartitionsToTxn: %s; retrying in %.0f ms", e, delay * 1000)
+                    await asyncio.sleep(delay)
+        finally:
+            self._adding = None
+            self._wakeup()
+
+    async def _add_pending(self) -> None:
+        """One AddPartitionsToTxn for every pending partition; raises the first error."""
+        tps = sorted(self._pending)
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            by_topic.setdefault(topic, []).append(partition)
+        request = AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=self.transactional_id,
+            v3_and_below_producer_id=self.idem.producer_id,
+            v3_and_below_producer_epoch=self.idem.epoch,
+            v3_and_below_topics=[AddPartitionsToTxnTopic(t, ps) for t, ps in by_topic.items()],
+        )
+        response: AddPartitionsToTxnResponse = await self._to_coordinator(
+            TRANSACTION, self.transactional_id, request
+        )
+        first: BrokerResponseError | None = None
+        for topic_result in response.results_by_topic_v3_and_below:
+            for p in topic_result.results_by_partition:
+                tp = TopicPartition(topic_result.name, p.partition_index)
+                if p.partition_error_code == 0:
+                    self._pending.discard(tp)
+                    self._added.add(tp)
+                    self._started = True
+                elif p.partition_error_code != OPERATION_NOT_ATTEMPTED:
+                    error = error_from_response(
+                        p.partition_error_code,
+                        topic=tp.topic,
+                        partition=tp.partition,
+                        message="AddPartitionsToTxn",
+                    )
+                    if first is None or not error.retriable:
+                        first = error
+        if first is not None:
+            self._coordinator_error(first, TRANSACTION, self.transactional_id)
+            raise first
+        if self._pending.intersection(tps):
+            raise KafkaConnectionError(
+                "AddPartitionsToTxn: the coordinator's answer left out some partitions"
+            )
+
+    # -- offsets ------------------------------------------------------------------------
+
+    async def _add_offsets(self, group_id: str) -> None:
+        async def attempt() -> None:
+            response: AddOffsetsToTxnResponse = await self._to_coordinator(
+                TRANSACTION,
+                self.transactional_id,
+                AddOffsetsToTxnRequest(
+                    transactional_id=self.transactional_id,
+                    producer_id=self.idem.producer_id,
+                    producer_epoch=self.idem.epoch,
+                    group_id=group_id,
+                ),
+            )
+            self._check(response.error_code, TRANSACTION, self.transactional_id, "AddOffsetsToTxn")
+
+        await self._retrying(f"AddOffsetsToTxn for group {group_id!r}", attempt)
+
+    async def _commit_offsets(
+        self, group_id: str, topics: dict[str, dict[int, OffsetAndMetadata]]
+    ) -> None:
+        remaining = {t: dict(ps) for t, ps in topics.items()}
+
+        async def attempt() -> None:
+            request = TxnOffsetCommitRequest(
+                transactional_id=self.transactional_id,
+                group_id=group_id,
+                producer_id=self.idem.producer_id,
+                producer_epoch=self.idem.epoch,
+                topics=[
+                    TxnOffsetCommitRequestTopic(
+                        topic,
+                        [
+                            TxnOffsetCommitRequestPartition(
+                                partition_index=p,
+                                committed_offset=om.offset,
+                                committed_metadata=om.metadata,
+                            )
+                            for p, om in sorted(parts.items())
+                        ],
+                    )
+                    for topic, parts in remaining.items()
+                ],
+            )
+            response: TxnOffsetCommitResponse = await self._to_coordinator(GROUP, group_id, request)
+            first: BrokerResponseError | None = None
+            for topic_result in response.topics:
+                parts = remaining.get(topic_result.name, {})
+                for p in topic_result.partitions:
+                    if p.error_code == 0:
+                        parts.pop(p.partition_index, None)
+                        continue
+                    error = error_from_response(
+                        p.error_code,
+                        topic=topic_result.name,
+                        partition=p.partition_index,
+                        message=f"TxnOffsetCommit for group {group_id!r}",
+                    )
+                    if first is None or not error.retriable:
+                        first = error
+            for topic in [t for t, ps in remaining.items() if not ps]:
+                del remaining[topic]
+            if first is not None:
+                self._coordinator_error(first, GROUP, group_id)
+                raise first
+            if remaining:
+                raise KafkaConnectionError("TxnOffsetCommit: the answer left out some partitions")
+
+        await self._retrying(f"TxnOffsetCommit for group {group_id!r}", attempt)
+
+    # -- EndTxn, InitProducerId -------------------------------------------------------------
+
+    async def _end_txn(self, commit: bool) -> None:
+        what = "EndTxn(commit)" if commit else "EndTxn(abort)"
+
+        async def attempt() -> None:
+            response: EndTxnResponse = await self._to_coordinator(
+                TRANSACTION,
+                self.transactional_id,
+                EndTxnRequest(
+                    transactional_id=self.transactional_id,
+                    producer_id=self.idem.producer_id,
+                    producer_epoch=self.idem.epoch,
+                    committed=commit,
+                ),
+            )
+            self._check(response.error_code, TRANSACTION, self.transactional_id, what)
+
+        await self._retrying(what, attempt)
+
+    async def _init_producer_id(self, bump: bool) -> None:
+        async def attempt() -> InitProducerIdResponse:
+            node_id = await self._coordinator(TRANSACTION, self.transactional_id)
+            conn = await self._connect(node_id, TRANSACTION, self.transactional_id)
+            version = conn.version_for(InitProducerIdRequest)
+            # v3+ names the current id and epoch; older brokers bump for any
+            # InitProducerId with a transactional id anyway.
+            resume = bump and version >= 3
+            request = InitProducerIdRequest(
+                transactional_id=self.transactional_id,
+                transaction_timeout_ms=self._config.transaction_timeout_ms,
+                producer_id=self.idem.producer_id if resume else -1,
+                producer_epoch=self.idem.epoch if resume else -1,
+            )
+            response: InitProducerIdResponse = await self._send(
+                conn, request, version, TRANSACTION, self.transactional_id
+            )
+            self._check(response.error_code, TRANSACTION, self.transactional_id, "InitProducerId")
+            return response
+
+        response = await self._retrying("InitProducerId", attempt)
+        self.idem.set_producer_id(response.producer_id, response.producer_epoch)
+        log.info(
+            "transactional id %r: producer id %s epoch %s",
+            self.transactional_id,
+            response.producer_id,
+            response.producer_epoch,
+        )
+
+    # -- coordinators and retries -----------------------------------------------------------
+
+    async def _retrying(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run ``attempt`` until it succeeds, fails for good, or max_block_ms runs out."""
+        deadline = time.monotonic() + self._max_block
+        failures = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                async with asyncio.timeout(max(remaining, 0.001)):
+                    return await attempt()
+            except TimeoutError:
+                raise KafkaTimeoutError(
+                    f"{what} did not complete within max_block_ms ({self._config.max_block_ms} ms)"
+                ) from None
+            except KafkaError as e:
+                if not e.retriable:
+                    raise
+                failures += 1
+                delay = self._backoff(failures)
+                if time.monotonic() + delay >= deadline:
+                    raise KafkaTimeoutError(
+                        f"{what} did not complete within max_block_ms "
+                        f"({self._config.max_block_ms} ms); last error: {e}"
+                    ) from e
+                log.info("%s: %s; retrying in %.0f ms", what, e, delay * 1000)
+                await asyncio.sleep(delay)
+
+    def _backoff(self, failures: int) -> float:
+        cfg = self._config
+        return backoff_delay(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, failures)
+
+    async def _to_coordinator(self, key_type: int, key: str, request: Any) -> Any:
+        node_id = await self._coordinator(key_type, key)
+        conn = await self._connect(node_id, key_type, key)
+        return await self._send(conn, request, None, key_type, key)
+
+    async def _connect(self, node_id: int, key_type: int, key: str) -> BrokerConnection:
+        try:
+            return await self._client.connect(node_id)
+        except KafkaError:
+            self._coordinators.pop((key_type, key), None)
+            raise
+
+    async def _send(
+        self, conn: BrokerConnection, request: Any, version: int | None, key_type: int, key: str
+    ) -> Any:
+        try:
+            return await conn.send(request, version)
+        except (KafkaConnectionError, KafkaTimeoutError):
+            self._coordinators.pop((key_type, key), None)  # it may have moved: look again
+            raise
+
+    def _check(self, code: int, key_type: int, key: str, what: str) -> None:
+        if code:
+            error = error_from_response(code, message=what)
+            self._coordinator_error(error, key_type, key)
+            raise error
+
+    def _coordinator_error(self, error: KafkaError, key_type: int, key: str) -> None:
+        if isinstance(error, NotCoordinatorError | CoordinatorNotAvailableError):
+            self._coordinators.pop((key_type, key), None)
+
+    async def _coordinator(self, key_type: int, key: str) -> int:
+        """The node id of the coordinator for ``key`` (cached until it errs)."""
+        cached = self._coordinators.get((key_type, key))
+        if cached is not None:
+            return cached
+        node_id = self._client.least_loaded_node(time.monotonic())
+        if node_id is None:
+            raise KafkaConnectionError("no broker is reachable to find a coordinator")
+        conn = await self._client.connect(node_id)
+        version = conn.version_for(FindCoordinatorRequest)
+        if version >= 4:  # KIP-699: keys in a batch, answers per key
+            request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
+        else:
+            request = FindCoordinatorRequest(key=key, key_type=key_type)
+        response: FindCoordinatorResponse = await conn.send(request, version)
+        if version >= 4:
+            found = next((c for c in response.coordinators if c.key == key), None)
+            if found is None:
+                raise CoordinatorNotAvailableError(f"FindCoordinator did not answer for {key!r}")
+            code, message = found.error_code, found.error_message
+            coordinator, host, port = found.node_id, found.host, found.port
+        else:
+            code, message = response.error_code, response.error_message
+            coordinator, host, port = response.node_id, response.host, response.port
+        kind = "transactional id" if key_type == TRANSACTION else "group"
+        if code:
+            detail = f"FindCoordinator for {kind} {key!r}: {message}"
+            raise error_from_response(code, message=detail)
+        if coordinator not in self._client.metadata.cluster.nodes:
+            self._client.metadata.request_update()
+            self._wakeup()
+            raise CoordinatorNotAvailableError(
+                f"the coordinator of {kind} {key!r} is node {coordinator} ({host}:{port}), "
+                "which is not in the metadata yet"
+            )
+        log.debug("coordinator of %s %r: node %s", kind, key, coordinator)
+        self._coordinators[(key_type, key)] = coordinator
+        return coordinator
+
+
+def _offset_topics(
+    offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+) -> dict[str, dict[int, OffsetAndMetadata]]:
+    topics: dict[str, dict[int, OffsetAndMetadata]] = {}
+    for tp, value in offsets.items():
+        topic, partition = tp
+        if isinstance(value, OffsetAndMetadata):
+            om = value
+        elif isinstance(value, int) and not isinstance(value, bool):
+            om = OffsetAndMetadata(value, "")
+        else:
+            raise TypeError(
+                f"offset for {topic}[{partition}] must be an int or OffsetAndMetadata, "
+                f"got {type(value).__name__}"
+            )
+        if om.offset < 0:
+            raise ValueError(f"offset for {topic}[{partition}] must be >= 0, got {om.offset}")
+        topics.setdefault(topic, {})[partition] = om
+    if not topics:
+        raise ValueError("send_offsets_to_transaction(): no offsets given")
+    return topics

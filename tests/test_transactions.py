@@ -1,0 +1,396 @@
+"""Transactions against the embedded Tansu broker and librdkafka's mock cluster.
+
+What a transaction wrote is checked two ways, both with other clients' code:
+
+* a confluent-kafka consumer with ``isolation.level=read_committed`` must see every
+  committed record exactly once;
+* the raw log (read with aiokafka's client and record parser, see ``txnlog.py``) must
+  hold each transaction's records as transactional batches followed by the
+  right COMMIT or ABORT marker, so that Kafka's read_committed rule shows
+  committed records once and aborted ones never.
+
+The second check is needed because neither broker here filters aborted records for
+read_committed consumers: both write the markers but send no ``aborted_transactions``
+in Fetch responses (confluent-kafka's own transactional producer shows the same), so
+a read_committed consumer there also sees aborted records. Where a check below relies
+on that, it says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as CkTopicPartition
+from conftest import TopicFactory
+from mockcluster import API_PRODUCE, MockCluster
+from txnlog import ABORT, COMMIT, committed_view, read_confluent, read_log_async
+
+from aiokafka_lite import AIOKafkaProducer, OffsetAndMetadata, TopicPartition
+from aiokafka_lite.errors import (
+    ConfigError,
+    IllegalStateError,
+    InvalidProducerEpochError,
+    ProducerFencedError,
+    TopicAuthorizationFailedError,
+    TransactionAbortedError,
+    TransactionAbortRequiredError,
+)
+
+FENCED = (ProducerFencedError, InvalidProducerEpochError)
+API_FIND_COORDINATOR = 10
+API_ADD_PARTITIONS_TO_TXN = 24
+API_ADD_OFFSETS_TO_TXN = 25
+API_END_TXN = 26
+API_TXN_OFFSET_COMMIT = 28
+ERR_COORDINATOR_LOAD_IN_PROGRESS = 14
+ERR_COORDINATOR_NOT_AVAILABLE = 15
+ERR_NOT_COORDINATOR = 16
+ERR_TOPIC_AUTHORIZATION_FAILED = 29
+ERR_CONCURRENT_TRANSACTIONS = 51
+ERR_PRODUCER_FENCED = 90
+
+
+def txn_id() -> str:
+    return f"txn-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def mock_cluster() -> Iterator[MockCluster]:
+    with MockCluster(brokers=3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["tansu", "mock"])
+def target(
+    request: pytest.FixtureRequest, bootstrap: str, topic_factory: TopicFactory
+) -> Iterator[tuple[str, str]]:
+    """(bootstrap, 3-partition topic) on Tansu or on a 3-broker mock cluster."""
+    if request.param == "tansu":
+        yield bootstrap, topic_factory(3)
+        return
+    with MockCluster(brokers=3) as cluster:
+        topic = f"t-{uuid.uuid4().hex}"
+        cluster.create_topic(topic, partitions=3, replication_factor=3)
+        yield cluster.bootstrap_servers, topic
+
+
+@pytest.fixture
+async def producer_factory() -> AsyncIterator[list[AIOKafkaProducer[bytes, bytes]]]:
+    made: list[AIOKafkaProducer[bytes, bytes]] = []
+    yield made
+    for p in made:
+        await p.stop(timeout=10)
+
+
+async def started(
+    made: list[AIOKafkaProducer[bytes, bytes]], bootstrap: str, tid: str, **config: object
+) -> AIOKafkaProducer[bytes, bytes]:
+    p: AIOKafkaProducer[bytes, bytes] = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, transactional_id=tid, linger_ms=1, **config
+    )
+    made.append(p)
+    await p.start()
+    return p
+
+
+async def test_committed_once_aborted_never(
+    target: tuple[str, str], producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    bootstrap, topic = target
+    p = await started(producer_factory, bootstrap, txn_id())
+    committed = [f"c{i}".encode() for i in range(30)]
+    aborted = [f"a{i}".encode() for i in range(30)]
+
+    p.begin_transaction()
+    futs = [await p.send(topic, v, partition=i % 3) for i, v in enumerate(committed[:15])]
+    await p.commit_transaction()
+    assert all(f.done() and not f.exception() for f in futs)  # commit delivered them all
+
+    p.begin_transaction()
+    for i, v in enumerate(aborted[:15]):
+        await p.send(topic, v, partition=i % 3)
+    await p.flush()  # written to the log, then aborted
+    await p.abort_transaction()
+
+    p.begin_transaction()
+    unsent = [await p.send(topic, v, partition=i % 3) for i, v in enumerate(aborted[15:])]
+    await p.abort_transaction()  # before the sender got to them: never sent
+    for f in unsent:
+        assert isinstance(f.exception(), TransactionAbortedError)
+
+    async with p.transaction():
+        for i, v in enumerate(committed[15:]):
+            await p.send(topic, v, partition=i % 3)
+
+    view = committed_view(await read_log_async(bootstrap, topic, 3))
+    assert sorted(view.committed) == sorted(committed)  # each exactly once
+    assert set(view.aborted) <= set(aborted[:15]) and len(view.aborted) == 15
+    assert view.open == []
+    assert {t for _, t in view.markers} == {COMMIT, ABORT}
+
+    seen = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_committed", 30)
+    for v in committed:
+        assert seen.count(v) == 1, v
+    # Neither broker filters aborted batches (see the module docstring), so the
+    # flushed-then-aborted records show here too; the never-sent ones cannot.
+    assert not set(seen) & set(aborted[15:])
+    everything = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_uncommitted", 45)
+    assert sorted(everything) == sorted(committed + aborted[:15])
+
+
+async def test_transaction_context_aborts_on_exception(
+    target: tuple[str, str], producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    bootstrap, topic = target
+    p = await started(producer_factory, bootstrap, txn_id())
+    with pytest.raises(RuntimeError, match="boom"):
+        async with p.transaction():
+            await p.send_and_wait(topic, b"lost", partition=0)
+            raise RuntimeError("boom")
+    async with p.transaction():
+        await p.send(topic, b"kept", partition=0)
+    view = committed_view(await read_log_async(bootstrap, topic, 3))
+    assert view.committed == [b"kept"]
+    assert view.aborted == [b"lost"]
+
+
+async def test_send_needs_an_open_transaction(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    with pytest.raises(IllegalStateError, match="begin_transaction"):
+        await p.send(topic, b"x")
+    with pytest.raises(IllegalStateError, match="begin_transaction"):
+        p.try_send(topic, b"x")
+    batch = p.create_batch()
+    batch.append(value=b"x")
+    with pytest.raises(IllegalStateError, match="begin_transaction"):
+        await p.send_batch(batch, topic, partition=0)
+    with pytest.raises(IllegalStateError, match="no transaction to commit"):
+        await p.commit_transaction()
+    p.begin_transaction()
+    with pytest.raises(IllegalStateError, match="already in transaction"):
+        p.begin_transaction()
+    await p.send(topic, b"ok", partition=0)
+    commit = asyncio.create_task(p.commit_transaction())
+    await asyncio.sleep(0)
+    with pytest.raises(IllegalStateError, match="is committing"):
+        await p.send(topic, b"late", partition=0)  # the transaction is committing
+    with pytest.raises(IllegalStateError, match="in progress"):
+        await p.commit_transaction()  # a second, concurrent commit
+    await commit
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"ok"]
+
+
+async def test_non_transactional_producer_has_no_transactions(bootstrap: str) -> None:
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap) as p:
+        with pytest.raises(IllegalStateError, match="transactional_id"):
+            p.begin_transaction()
+
+
+def test_transactional_id_needs_idempotence() -> None:
+    with pytest.raises(ConfigError, match="enable_idempotence"):
+        AIOKafkaProducer(transactional_id="x", enable_idempotence=False)
+    with pytest.raises(ConfigError, match="acks"):
+        AIOKafkaProducer(transactional_id="x", acks=1)  # not silently non-idempotent
+
+
+async def test_second_instance_fences_the_first(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """Tansu only: the mock cluster hands a second instance a new producer id and
+    fences nobody (confluent-kafka's own producers are not fenced there either)."""
+    topic = topic_factory(3)
+    tid = txn_id()
+    first = await started(producer_factory, bootstrap, tid)
+    first.begin_transaction()
+    await first.send_and_wait(topic, b"from-first", partition=0)
+
+    second = await started(producer_factory, bootstrap, tid)  # fences `first`
+    async with second.transaction():
+        await second.send(topic, b"from-second", partition=1)
+
+    # Tansu answers a fenced EndTxn by closing the connection (it logs
+    # PRODUCER_FENCED but sends no answer), so the fenced producer learns it
+    # from a Produce, which Tansu does answer with PRODUCER_FENCED.
+    late = await first.send(topic, b"late", partition=0)
+    with pytest.raises(FENCED) as fenced:
+        await late
+    # Fatal: every later call raises the same error.
+    with pytest.raises(type(fenced.value)):
+        await first.commit_transaction()
+    with pytest.raises(type(fenced.value)):
+        first.begin_transaction()
+    with pytest.raises(type(fenced.value)):
+        await first.send(topic, b"x")
+    with pytest.raises(type(fenced.value)):
+        await first.abort_transaction()
+
+    view = committed_view(await read_log_async(bootstrap, topic, 3))
+    assert view.committed == [b"from-second"]
+    assert view.aborted == [b"from-first"]  # the coordinator aborted it when fencing
+
+
+async def test_fenced_at_commit(
+    mock_cluster: MockCluster, producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    """EndTxn answered PRODUCER_FENCED (injected: the mock cluster fences nobody itself)."""
+    bootstrap, topic = mock_cluster.bootstrap_servers, "fence"
+    mock_cluster.create_topic(topic, partitions=1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    p.begin_transaction()
+    await p.send_and_wait(topic, b"from-first", partition=0)
+    mock_cluster.push_errors(API_END_TXN, [ERR_PRODUCER_FENCED])
+    with pytest.raises(ProducerFencedError):
+        await p.commit_transaction()
+    with pytest.raises(ProducerFencedError):
+        p.begin_transaction()
+    with pytest.raises(ProducerFencedError):
+        await p.send(topic, b"x")
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == []
+
+
+async def test_send_offsets_commit_with_the_transaction(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """Tansu only: the mock cluster answers TxnOffsetCommit but stores nothing
+    (confluent-kafka's own send_offsets_to_transaction leaves no offset there either)."""
+    topic = topic_factory(3)
+    group = f"g-{uuid.uuid4().hex}"
+    p = await started(producer_factory, bootstrap, txn_id())
+    async with p.transaction():
+        await p.send(topic, b"out", partition=0)
+        await p.send_offsets_to_transaction(
+            {
+                TopicPartition(topic, 0): 42,
+                TopicPartition(topic, 1): OffsetAndMetadata(7, "meta"),
+            },
+            group,
+        )
+    committed = await asyncio.to_thread(committed_offsets, bootstrap, group, topic)
+    assert committed == {0: 42, 1: 7, 2: -1001}  # -1001: nothing committed
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
+    try:
+        tps = [CkTopicPartition(topic, p) for p in range(3)]
+        return {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=15)}
+    finally:
+        consumer.close()
+
+
+async def test_stop_aborts_an_open_transaction(
+    target: tuple[str, str], producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    bootstrap, topic = target
+    p = await started(producer_factory, bootstrap, txn_id())
+    p.begin_transaction()
+    await p.send_and_wait(topic, b"never-committed", partition=2)
+    await p.stop()
+    view = committed_view(await read_log_async(bootstrap, topic, 3))
+    assert view.aborted == [b"never-committed"]
+    assert view.committed == []
+
+
+async def test_coordinator_errors_are_retried(
+    mock_cluster: MockCluster,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Coordinator moves and busy coordinators (injected by the mock) delay, never fail.
+
+    (The mock answers an injected FindCoordinator error with a null host, which the
+    schema does not allow: that answer is dropped as unparseable and retried too.)
+    """
+    caplog.set_level(logging.INFO, logger="aiokafka_lite")
+    bootstrap, topic = mock_cluster.bootstrap_servers, "retry"
+    mock_cluster.create_topic(topic, partitions=2)
+    group = f"g-{uuid.uuid4().hex}"
+    mock_cluster.push_errors(API_FIND_COORDINATOR, [ERR_COORDINATOR_NOT_AVAILABLE])
+    p = await started(producer_factory, bootstrap, txn_id())
+    retriable = [
+        ERR_NOT_COORDINATOR,
+        ERR_COORDINATOR_NOT_AVAILABLE,
+        ERR_COORDINATOR_LOAD_IN_PROGRESS,
+        ERR_CONCURRENT_TRANSACTIONS,
+    ]
+    for api in (API_ADD_PARTITIONS_TO_TXN, API_ADD_OFFSETS_TO_TXN, API_END_TXN):
+        mock_cluster.push_errors(api, retriable)
+    mock_cluster.push_errors(API_TXN_OFFSET_COMMIT, retriable[:3])
+    async with p.transaction():
+        await p.send(topic, b"v0", partition=0)
+        await p.send(topic, b"v1", partition=1)
+        await p.send_offsets_to_transaction({TopicPartition(topic, 0): 5}, group)
+    view = committed_view(await read_log_async(bootstrap, topic, 2))
+    assert sorted(view.committed) == [b"v0", b"v1"]
+    # (The mock stores no transactional offsets, so they cannot be read back here.)
+    retried = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    for what in ("FindCoordinator", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn"):
+        assert any(what in m for m in retried), what
+    assert any("TxnOffsetCommit" in m for m in retried)
+    for name in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "CONCURRENT_TRANSACTIONS"):
+        assert any(name in m for m in retried), name
+
+
+async def test_abortable_error_then_abort_then_next_transaction(
+    mock_cluster: MockCluster, producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    bootstrap, topic = mock_cluster.bootstrap_servers, "abortable"
+    mock_cluster.create_topic(topic, partitions=1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    p.begin_transaction()
+    mock_cluster.push_errors(API_ADD_PARTITIONS_TO_TXN, [ERR_TOPIC_AUTHORIZATION_FAILED])
+    fut = await p.send(topic, b"refused", partition=0)
+    with pytest.raises(TransactionAbortedError, match="TOPIC_AUTHORIZATION_FAILED"):
+        await fut
+    with pytest.raises(TransactionAbortRequiredError, match="abort_transaction") as info:
+        await p.commit_transaction()
+    assert isinstance(info.value.__cause__, TopicAuthorizationFailedError)
+    with pytest.raises(TransactionAbortRequiredError):
+        await p.send(topic, b"x")
+    await p.abort_transaction()
+    async with p.transaction():
+        await p.send(topic, b"next", partition=0)
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"next"]
+
+
+async def test_failed_record_spoils_the_transaction(
+    mock_cluster: MockCluster, producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    """A Produce error that is not retriable: abort, start a new epoch, carry on."""
+    bootstrap, topic = mock_cluster.bootstrap_servers, "spoiled"
+    mock_cluster.create_topic(topic, partitions=1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    async with p.transaction():
+        await p.send(topic, b"first", partition=0)
+    p.begin_transaction()
+    mock_cluster.push_errors(API_PRODUCE, [ERR_TOPIC_AUTHORIZATION_FAILED])
+    with pytest.raises(TopicAuthorizationFailedError):
+        await p.send_and_wait(topic, b"refused", partition=0)
+    with pytest.raises(TransactionAbortRequiredError):
+        await p.commit_transaction()
+    txn = p._sender.transactions
+    assert txn is not None
+    epoch = txn.idem.epoch
+    await p.abort_transaction()
+    assert txn.idem.epoch == epoch + 1  # the failed record left a sequence gap
+    async with p.transaction():
+        await p.send(topic, b"after", partition=0)
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"first", b"after"]

@@ -235,12 +235,13 @@ class TransactionManager:
             self._drop_unsent()
             await self._flush()  # what is in flight lands (and is aborted) or fails
             await self._adds_settled()
+            confirmed = self._started
             if self._started:
                 await self._end_txn(commit=False)
             if self.idem.bump_needed:
                 # A record failed after taking a sequence number: the broker
                 # would refuse the next one. A new epoch numbers from 0 again.
-                await self._init_producer_id(bump=True)
+                await self._bump_epoch(confirmed)
         except KafkaError as e:
             if is_fatal(e):
                 self._fail(e, fatal=True)
@@ -566,6 +567,23 @@ class TransactionManager:
             response.producer_id,
             response.producer_epoch,
         )
+
+    async def _bump_epoch(self, confirmed: bool) -> None:
+        """KIP-360: the next epoch of our producer id, named by its current id and epoch."""
+        try:
+            await self._init_producer_id(bump=True)
+            return
+        except BrokerResponseError as e:
+            if is_fatal(e) or e.retriable or not confirmed:
+                self._fail(e, fatal=True)  # no safe way to number records again
+                raise
+            # Tansu answers UNKNOWN_SERVER_ERROR to a bump that names the
+            # current id and epoch. The EndTxn(abort) just accepted our epoch,
+            # so no newer instance exists and a plain InitProducerId (which
+            # bumps the epoch of a transactional id, fencing older holders)
+            # cannot fence anyone but ourselves.
+            log.warning("epoch bump refused (%s); asking for the next epoch plainly", e)
+        await self._init_producer_id(bump=False)
 
     # -- coordinators and retries -----------------------------------------------------------
 

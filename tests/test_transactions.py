@@ -22,12 +22,13 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from conftest import TopicFactory
-from mockcluster import API_PRODUCE, MockCluster
+from mockcluster import API_INIT_PRODUCER_ID, API_PRODUCE, MockCluster
 from txnlog import ABORT, COMMIT, committed_view, read_confluent, read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, OffsetAndMetadata, TopicPartition
@@ -39,6 +40,7 @@ from aiokafka_lite.errors import (
     TopicAuthorizationFailedError,
     TransactionAbortedError,
     TransactionAbortRequiredError,
+    TransactionalIdAuthorizationFailedError,
 )
 
 FENCED = (ProducerFencedError, InvalidProducerEpochError)
@@ -53,6 +55,7 @@ ERR_NOT_COORDINATOR = 16
 ERR_TOPIC_AUTHORIZATION_FAILED = 29
 ERR_CONCURRENT_TRANSACTIONS = 51
 ERR_PRODUCER_FENCED = 90
+ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 
 def txn_id() -> str:
@@ -88,7 +91,7 @@ async def producer_factory() -> AsyncIterator[list[AIOKafkaProducer[bytes, bytes
 
 
 async def started(
-    made: list[AIOKafkaProducer[bytes, bytes]], bootstrap: str, tid: str, **config: object
+    made: list[AIOKafkaProducer[bytes, bytes]], bootstrap: str, tid: str, **config: Any
 ) -> AIOKafkaProducer[bytes, bytes]:
     p: AIOKafkaProducer[bytes, bytes] = AIOKafkaProducer(
         bootstrap_servers=bootstrap, transactional_id=tid, linger_ms=1, **config
@@ -192,7 +195,8 @@ async def test_send_needs_an_open_transaction(
 
 
 async def test_non_transactional_producer_has_no_transactions(bootstrap: str) -> None:
-    async with AIOKafkaProducer(bootstrap_servers=bootstrap) as p:
+    p: AIOKafkaProducer[bytes, bytes] = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    async with p:
         with pytest.raises(IllegalStateError, match="transactional_id"):
             p.begin_transaction()
 
@@ -394,3 +398,43 @@ async def test_failed_record_spoils_the_transaction(
         await p.send(topic, b"after", partition=0)
     view = committed_view(await read_log_async(bootstrap, topic, 1))
     assert view.committed == [b"first", b"after"]
+
+
+async def test_abort_starts_a_new_epoch_after_a_sequence_gap(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """Tansu has no error injection, so the gap a failed record leaves is simulated by
+    raising the flag the sender raises then. Tansu refuses KIP-360's bump (InitProducerId
+    naming the current id and epoch) with UNKNOWN_SERVER_ERROR; the plain InitProducerId
+    after a confirmed EndTxn(abort) gets the next epoch instead."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    async with p.transaction():
+        await p.send(topic, b"before", partition=0)
+    p.begin_transaction()
+    await p.send_and_wait(topic, b"aborted", partition=0)
+    txn = p._sender.transactions
+    assert txn is not None
+    txn.idem.bump_needed = True
+    producer_id, epoch = txn.idem.producer_id, txn.idem.epoch
+    await p.abort_transaction()
+    assert (txn.idem.producer_id, txn.idem.epoch) == (producer_id, epoch + 1)
+    async with p.transaction():
+        await p.send(topic, b"after", partition=0)
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"before", b"after"]
+    assert view.aborted == [b"aborted"]
+
+
+async def test_start_fails_when_the_transactional_id_is_refused(
+    mock_cluster: MockCluster,
+) -> None:
+    mock_cluster.push_errors(API_INIT_PRODUCER_ID, [ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED])
+    p: AIOKafkaProducer[bytes, bytes] = AIOKafkaProducer(
+        bootstrap_servers=mock_cluster.bootstrap_servers, transactional_id=txn_id()
+    )
+    with pytest.raises(TransactionalIdAuthorizationFailedError):
+        await p.start()
+    await p.stop()

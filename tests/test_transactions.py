@@ -302,10 +302,12 @@ async def test_stop_aborts_an_open_transaction(
     target: tuple[str, str], producer_factory: list[AIOKafkaProducer[bytes, bytes]]
 ) -> None:
     bootstrap, topic = target
+    before = asyncio.all_tasks()
     p = await started(producer_factory, bootstrap, txn_id())
     p.begin_transaction()
     await p.send_and_wait(topic, b"never-committed", partition=2)
     await p.stop()
+    assert asyncio.all_tasks() == before  # no task left behind
     view = committed_view(await read_log_async(bootstrap, topic, 3))
     assert view.aborted == [b"never-committed"]
     assert view.committed == []

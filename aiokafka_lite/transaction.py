@@ -287,11 +287,10 @@ class TransactionManager:
         self, ready: dict[int, list[PartitionQueue]], queued: Iterable[TopicPartition]
     ) -> dict[int, list[PartitionQueue]]:
         """Only partitions already in the transaction may be drained; ask for the others."""
-        state = self.state
-        if state in (TxnState.ABORTABLE_ERROR, TxnState.ABORTING, TxnState.FATAL_ERROR):
+        if self.state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            # Aborting, or broken; or a send() that was waiting (for metadata
+            # or memory) appended after its transaction ended.
             self._drop_unsent()
-            return {}
-        if state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             return {}
         added = self._added
         for tp in queued:
@@ -312,8 +311,12 @@ class TransactionManager:
 
     def batch_failed(self, error: BaseException) -> None:
         """A record of the transaction failed for good: the transaction cannot commit."""
-        if self.state in (TxnState.ABORTING, TxnState.FATAL_ERROR, TxnState.UNINITIALIZED):
-            return
+        if self.state not in (
+            TxnState.IN_TRANSACTION,
+            TxnState.COMMITTING,
+            TxnState.ABORTABLE_ERROR,
+        ):
+            return  # dropped by an abort, or after the producer failed for good
         if isinstance(error, TransactionAbortedError):
             return
         fatal = is_fatal(error)
@@ -366,9 +369,12 @@ class TransactionManager:
 
     def _drop_unsent(self) -> None:
         cause = self.error
-        reason = f" after an error ({cause})" if cause is not None else ""
+        if self.state is TxnState.READY:
+            what = "ended before the record was appended"
+        else:
+            what = "was aborted" + (f" after an error ({cause})" if cause is not None else "")
         error = TransactionAbortedError(
-            f"record not sent: the transaction of {self.transactional_id!r} was aborted{reason}"
+            f"record not sent: the transaction of {self.transactional_id!r} {what}"
         )
         error.__cause__ = cause
         self._acc.fail_waiters(error)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
@@ -293,7 +293,7 @@ class AIOKafkaProducer(Generic[K, V]):
         """``async with producer.transaction():`` begins; commits, or aborts on an exception."""
         return Transaction(self)
 
-    async def _send_in_transaction(
+    def _send_in_transaction(
         self,
         topic: str,
         value: V | None = None,
@@ -301,10 +301,12 @@ class AIOKafkaProducer(Generic[K, V]):
         partition: int | None = None,
         timestamp_ms: int | None = None,
         headers: Sequence[Header] | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
+    ) -> Coroutine[Any, Any, asyncio.Future[RecordMetadata]]:
+        # Not a coroutine itself: it checks, then hands back send()'s
+        # coroutine, so `await producer.send(...)` costs no extra frame.
         if self._state == _STARTED:
             self._sender.transactions.check_can_send()  # type: ignore[union-attr]
-        return await self._send_unchecked(topic, value, key, partition, timestamp_ms, headers)
+        return self._send_unchecked(topic, value, key, partition, timestamp_ms, headers)
 
     def _check_transactional_send(self) -> None:
         txn = self._sender.transactions if self._state == _STARTED else None

@@ -12,8 +12,9 @@ What a transaction wrote is checked two ways, both with other clients' code:
 The second check is needed because neither broker here filters aborted records for
 read_committed consumers: both write the markers but send no ``aborted_transactions``
 in Fetch responses (confluent-kafka's own transactional producer shows the same), so
-a read_committed consumer there also sees aborted records. Where a check below relies
-on that, it says so.
+a read_committed consumer there also sees aborted records once their transaction has
+ended. (Tansu does keep it from reading an open transaction: see
+``test_read_committed_waits_for_the_commit``.) Where a check relies on this, it says so.
 """
 
 from __future__ import annotations
@@ -440,3 +441,23 @@ async def test_start_fails_when_the_transactional_id_is_refused(
     with pytest.raises(TransactionalIdAuthorizationFailedError):
         await p.start()
     await p.stop()
+
+
+async def test_read_committed_waits_for_the_commit(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """Tansu keeps a read_committed consumer below an open transaction (its last stable
+    offset); the mock cluster does not, so this runs on Tansu only."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    p.begin_transaction()
+    await p.send_and_wait(topic, b"pending", partition=0)
+    early = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_committed", 1, 2.0)
+    assert early == []
+    uncommitted = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_uncommitted", 1)
+    assert uncommitted == [b"pending"]
+    await p.commit_transaction()
+    late = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_committed", 1)
+    assert late == [b"pending"]

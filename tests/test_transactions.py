@@ -35,8 +35,10 @@ from txnlog import ABORT, COMMIT, committed_view, read_confluent, read_log_async
 from aiokafka_lite import AIOKafkaProducer, OffsetAndMetadata, TopicPartition
 from aiokafka_lite.errors import (
     ConfigError,
+    GroupAuthorizationFailedError,
     IllegalStateError,
     InvalidProducerEpochError,
+    KafkaTimeoutError,
     ProducerFencedError,
     TopicAuthorizationFailedError,
     TransactionAbortedError,
@@ -54,6 +56,7 @@ ERR_COORDINATOR_LOAD_IN_PROGRESS = 14
 ERR_COORDINATOR_NOT_AVAILABLE = 15
 ERR_NOT_COORDINATOR = 16
 ERR_TOPIC_AUTHORIZATION_FAILED = 29
+ERR_GROUP_AUTHORIZATION_FAILED = 30
 ERR_CONCURRENT_TRANSACTIONS = 51
 ERR_PRODUCER_FENCED = 90
 ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
@@ -461,3 +464,67 @@ async def test_read_committed_waits_for_the_commit(
     await p.commit_transaction()
     late = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_committed", 1)
     assert late == [b"pending"]
+
+
+async def test_offsets_refused_spoil_the_transaction(
+    mock_cluster: MockCluster, producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    bootstrap, topic = mock_cluster.bootstrap_servers, "offsets-refused"
+    mock_cluster.create_topic(topic, partitions=1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    p.begin_transaction()
+    await p.send_and_wait(topic, b"lost", partition=0)
+    mock_cluster.push_errors(API_TXN_OFFSET_COMMIT, [ERR_GROUP_AUTHORIZATION_FAILED])
+    with pytest.raises(GroupAuthorizationFailedError):
+        await p.send_offsets_to_transaction({TopicPartition(topic, 0): 1}, "g")
+    with pytest.raises(TransactionAbortRequiredError, match="GROUP_AUTHORIZATION_FAILED"):
+        await p.commit_transaction()
+    await p.abort_transaction()
+    with pytest.raises(TypeError, match="int or OffsetAndMetadata"):
+        p.begin_transaction()
+        await p.send_offsets_to_transaction({TopicPartition(topic, 0): "1"}, "g")  # type: ignore[dict-item]
+    await p.commit_transaction()  # the bad call changed nothing
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [] and view.aborted == [b"lost"]
+
+
+async def test_commit_that_timed_out_can_be_called_again(
+    mock_cluster: MockCluster, producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    bootstrap, topic = mock_cluster.bootstrap_servers, "commit-again"
+    mock_cluster.create_topic(topic, partitions=1)
+    p = await started(producer_factory, bootstrap, txn_id(), max_block_ms=500)
+    p.begin_transaction()
+    await p.send(topic, b"v", partition=0)
+    mock_cluster.push_errors(API_END_TXN, [ERR_COORDINATOR_LOAD_IN_PROGRESS] * 100)
+    with pytest.raises(KafkaTimeoutError, match="EndTxn"):
+        await p.commit_transaction()
+    with pytest.raises(IllegalStateError, match="committing"):
+        await p.send(topic, b"x", partition=0)
+    mock_cluster.clear_errors(API_END_TXN)
+    await p.commit_transaction()
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"v"]
+
+
+async def test_interceptors_and_transactions(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    topic = topic_factory(1)
+    seen: list[object] = []
+
+    class Spy:
+        def on_send(self, record: Any) -> Any:
+            return record
+
+        def on_acknowledgement(self, metadata: Any, exception: BaseException | None) -> None:
+            seen.append(exception or metadata.offset)
+
+    p = await started(producer_factory, bootstrap, txn_id(), interceptors=[Spy()])
+    with pytest.raises(IllegalStateError, match="begin_transaction"):
+        await p.send(topic, b"outside")
+    async with p.transaction():
+        await p.send(topic, b"inside", partition=0)
+    assert seen == [0]

@@ -38,7 +38,7 @@ from .partitioner import KeyHashCache, StickyPartitioner
 from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
 from .sender import Sender
 from .structs import OffsetAndMetadata, RecordMetadata, TopicPartition
-from .transaction import TransactionManager, TxnState
+from .transaction import TransactionManager
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
 
@@ -634,9 +634,10 @@ class Transaction:
             await self._producer.commit_transaction()
             return
         txn = self._producer._sender.transactions
-        if txn is not None and txn.state is TxnState.FATAL_ERROR:
-            return  # nothing can be aborted; the exception raised says why
-        await self._producer.abort_transaction()
+        if txn is not None and txn.open:
+            # (Not after a fatal error, or if the block ended the transaction
+            # itself: the exception raised says what happened.)
+            await self._producer.abort_transaction()
 
 
 def _as_bytes(data: object, what: str, topic: str) -> bytes:

@@ -21,8 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,6 +37,7 @@ from mockcluster import API_INIT_PRODUCER_ID, API_PRODUCE, MockCluster
 from txnlog import ABORT, COMMIT, committed_view, read_confluent, read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, OffsetAndMetadata, TopicPartition
+from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     ConfigError,
     GroupAuthorizationFailedError,
@@ -46,6 +51,7 @@ from aiokafka_lite.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 
+REPO_ROOT = Path(__file__).parent.parent
 FENCED = (ProducerFencedError, InvalidProducerEpochError)
 API_FIND_COORDINATOR = 10
 API_ADD_PARTITIONS_TO_TXN = 24
@@ -528,3 +534,23 @@ async def test_interceptors_and_transactions(
     async with p.transaction():
         await p.send(topic, b"inside", partition=0)
     assert seen == [0]
+
+
+def test_example_consume_transform_produce(fresh_broker: EmbeddedBroker) -> None:
+    bootstrap = fresh_broker.bootstrap_servers
+    example = str(REPO_ROOT / "examples" / "transactions.py")
+    subprocess.run(
+        [sys.executable, example, "--bootstrap-server", bootstrap, "--count", "50"],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
+    out = read_confluent(bootstrap, "shouted", "read_committed", 50)
+    assert sorted(out) == sorted(b"WORD %d" % i for i in range(50))
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "shouter", "log_level": 3})
+    try:
+        [committed] = consumer.committed([CkTopicPartition("words", 0)], timeout=15)
+    finally:
+        consumer.close()
+    assert committed.offset == 50

@@ -23,7 +23,8 @@ SOURCE, SINK, GROUP = "words", "shouted", "shouter"
 
 async def run(bootstrap: str, count: int) -> None:
     await create_topics(bootstrap, [NewTopic(SOURCE, 1), NewTopic(SINK, 1)])
-    async with AIOKafkaProducer(bootstrap_servers=bootstrap) as plain:
+    plain: AIOKafkaProducer[bytes, bytes] = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    async with plain:
         for i in range(count):
             await plain.send(SOURCE, b"word %d" % i)
     consumer = AIOKafkaConsumer(

@@ -65,6 +65,7 @@ ERR_TOPIC_AUTHORIZATION_FAILED = 29
 ERR_GROUP_AUTHORIZATION_FAILED = 30
 ERR_CONCURRENT_TRANSACTIONS = 51
 ERR_PRODUCER_FENCED = 90
+ERR_INVALID_PRODUCER_EPOCH = 47
 ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 
@@ -554,3 +555,21 @@ def test_example_consume_transform_produce(fresh_broker: EmbeddedBroker) -> None
     finally:
         consumer.close()
     assert committed.offset == 50
+
+
+async def test_stale_epoch_on_produce_is_fatal(
+    mock_cluster: MockCluster, producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    """INVALID_PRODUCER_EPOCH on a Produce (injected: the mock checks no epochs there)."""
+    bootstrap, topic = mock_cluster.bootstrap_servers, "stale"
+    mock_cluster.create_topic(topic, partitions=1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    p.begin_transaction()
+    mock_cluster.push_errors(API_PRODUCE, [ERR_INVALID_PRODUCER_EPOCH])
+    with pytest.raises(InvalidProducerEpochError):
+        await p.send_and_wait(topic, b"x", partition=0)
+    for call in (p.commit_transaction, p.abort_transaction):
+        with pytest.raises(InvalidProducerEpochError):
+            await call()
+    with pytest.raises(InvalidProducerEpochError):
+        await p.send(topic, b"y", partition=0)

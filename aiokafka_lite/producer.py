@@ -51,6 +51,8 @@ V = TypeVar("V")
 # plus the header of the batch it may have to start. Memory is reserved by
 # this upper bound, so buffer_memory is never exceeded.
 _RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5 + BATCH_HEADER_SIZE
+# Records of a send_many() call checked and placed at a time (see _send_many_bulk).
+_SEND_MANY_CHUNK = 4096
 # Errors that mean "this topic will not appear by waiting".
 _FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
 
@@ -78,10 +80,12 @@ class BatchBuilder:
     ) -> int | None:
         """Add a record; return its encoded size, or None when the batch is full."""
         ts = int(time.time() * 1000) if timestamp is None else timestamp
-        if self._builder is None:
-            self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
-        added = self._builder.append(ts, key, value, _check_headers(headers, "batch"), self._limit)
-        return added or None
+        builder = self._builder
+        if builder is None:
+            builder = self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
+        if headers is not None:
+            headers = _check_headers(headers, "batch")
+        return builder.append(ts, key, value, headers, self._limit) or None
 
     def size(self) -> int:
         return 0 if self._builder is None else len(self._builder.buf)
@@ -509,7 +513,11 @@ class AIOKafkaProducer(Generic[K, V]):
         if not 0 <= partition < len(parts):
             raise ValueError(f"partition {partition} is out of range for {topic!r}")
         builder = batch._take()
-        return await self._acc.append_built(topic, partition, builder, self._max_block)
+        fut = await self._acc.append_built(topic, partition, builder, self._max_block)
+        # A yield per batch lets the sender ship it while the caller builds the
+        # next one, instead of after a whole loop of batches.
+        await asyncio.sleep(0)
+        return fut
 
     async def send_many(
         self,
@@ -553,16 +561,43 @@ class AIOKafkaProducer(Generic[K, V]):
         parts: Sequence[Any],
         delivery: BulkDelivery,
     ) -> None:
-        # send()'s checks for a whole list, then each partition's records are
-        # encoded in one run: no future and no call per record.
+        # send()'s checks for a chunk of records at a time, then each partition's
+        # records of the chunk are encoded in one run: no future and no call per
+        # record. Chunks let the sender ship early batches while later ones are
+        # still being encoded.
         count = len(items)
         keys: list[bytes | None] = [None] * count
         values: list[bytes | None] = [None] * count
+        ts = int(time.time() * 1000)
+        for lo in range(0, count, _SEND_MANY_CHUNK):
+            hi = min(lo + _SEND_MANY_CHUNK, count)
+            by_partition = self._group(
+                topic, items, lo, hi, keys, values, partition, parts, delivery
+            )
+            for p, order in by_partition.items():
+                await self._acc.append_many(
+                    topic, p, ts, keys, values, order, delivery, self._max_block
+                )
+
+    def _group(
+        self,
+        topic: str,
+        items: list[tuple[Any, Any]],
+        lo: int,
+        hi: int,
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        partition: int | None,
+        parts: Sequence[Any],
+        delivery: BulkDelivery,
+    ) -> dict[int, list[int]]:
+        """Check, serialize and place ``items[lo:hi]`` into keys/values: partition -> indices."""
         by_partition: dict[int, list[int]] = {}
         hashes, n, max_size = self._hashes, len(parts), self._max_request_size - _RECORD_OVERHEAD
         cached = hashes.peek
         fast = not self._serializing and self._partitioner is None
-        for i, (k, v) in enumerate(items):
+        for i in range(lo, hi):
+            k, v = items[i]
             if (
                 fast
                 and type(k) is bytes
@@ -588,11 +623,7 @@ class AIOKafkaProducer(Generic[K, V]):
                 by_partition[p] = [i]
             else:
                 order.append(i)
-        ts = int(time.time() * 1000)
-        for p, order in by_partition.items():
-            await self._acc.append_many(
-                topic, p, ts, keys, values, order, delivery, self._max_block
-            )
+        return by_partition
 
     async def _send_many_each(
         self,

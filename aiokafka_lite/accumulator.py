@@ -350,9 +350,25 @@ class RecordAccumulator:
         appending nothing, when that much budget is not free (or others are
         already waiting for it), unless the caller holds ``reserved`` bytes.
         """
-        batch = self._append(topic, partition, timestamp, key, value, headers, size, reserved)
-        if batch is None:
+        if not reserved and (self.used + size > self.limit or self._waiters):
             return None
+        try:
+            q = self._queues[topic][partition]
+        except KeyError:
+            q = self.queue_for(topic, partition)
+        batches = q.batches
+        added = 0
+        if batches:
+            batch = batches[-1]
+            if not batch.full:
+                added = batch.append(timestamp, key, value, headers, q.batch_limit)
+                if not added:
+                    batch.full = True
+        if not added:
+            batch = self._new_batch(q, timestamp)
+            added = BATCH_HEADER_SIZE + batch.append(timestamp, key, value, headers, q.batch_limit)
+        batch.memory += added
+        self.used += added - reserved
         fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
         batch.futures.append(fut)
         batch.timestamps.append(timestamp)
@@ -456,39 +472,6 @@ class RecordAccumulator:
         self._incomplete.add(batch)
         # A new batch starts a linger timer: the sender has something to schedule.
         self._wakeup()
-        return batch
-
-    def _append(
-        self,
-        topic: str,
-        partition: int,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] | None,
-        size: int,
-        reserved: int,
-    ) -> ProducerBatch | None:
-        """Encode a record into its partition's open batch (or a new one); return the batch."""
-        if not reserved and (self.used + size > self.limit or self._waiters):
-            return None
-        try:
-            q = self._queues[topic][partition]
-        except KeyError:
-            q = self.queue_for(topic, partition)
-        batches = q.batches
-        added = 0
-        if batches:
-            batch = batches[-1]
-            if not batch.full:
-                added = batch.append(timestamp, key, value, headers, q.batch_limit)
-                if not added:
-                    batch.full = True
-        if not added:
-            batch = self._new_batch(q, timestamp)
-            added = BATCH_HEADER_SIZE + batch.append(timestamp, key, value, headers, q.batch_limit)
-        batch.memory += added
-        self.used += added - reserved
         return batch
 
     async def append_wait(

@@ -27,11 +27,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from .compression import Compressor
-from .errors import KafkaError, KafkaTimeoutError, RecordTooLargeError
+from .errors import DeliveryFailedError, KafkaError, KafkaTimeoutError, RecordTooLargeError
 from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
-from .structs import RecordMetadata, TopicPartition
+from .structs import DeliveryReport, DeliverySegment, RecordMetadata, TopicPartition
 
-__all__ = ["PartitionQueue", "ProducerBatch", "RecordAccumulator"]
+__all__ = ["BulkDelivery", "PartitionQueue", "ProducerBatch", "RecordAccumulator"]
 
 _new_tuple = tuple.__new__
 
@@ -44,12 +44,119 @@ TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
 
 
+def _bulk_record_bound(key: bytes | None, value: bytes | None) -> int:
+    """Upper bound of the encoded size of a record without headers."""
+    return 36 + (0 if key is None else len(key)) + (0 if value is None else len(value))
+
+
+def _too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeError:
+    return RecordTooLargeError(
+        f"a record of about {size} bytes for {topic} cannot fit in buffer_memory ({limit} bytes)"
+    )
+
+
+class BulkDelivery:
+    """The one future of a ``send_many()`` call, instead of a future per record.
+
+    Each batch holding some of the call's records reports them as one
+    segment; the future resolves when the last such batch is done, to a
+    :class:`DeliveryReport`, or fails with
+    :class:`~aiokafka_lite.errors.DeliveryFailedError` (carrying the report)
+    when any record failed.
+    """
+
+    __slots__ = ("count", "errors", "future", "pending", "sealed", "segments", "topic")
+
+    def __init__(self, future: asyncio.Future[DeliveryReport], topic: str, count: int):
+        self.future = future
+        self.topic = topic
+        self.count = count
+        self.segments: list[DeliverySegment] = []
+        self.errors: dict[int, BaseException] = {}
+        self.pending = 0  # batches (or futures) still to report
+        self.sealed = False  # every record is appended: no more batches to come
+
+    def batch_completed(
+        self,
+        tp: TopicPartition,
+        base_offset: int,
+        log_start_offset: int,
+        log_append_time: int,
+        slots: list[tuple[int, int, list[int]]],
+    ) -> None:
+        ts_type = TIMESTAMP_CREATE_TIME if log_append_time == -1 else TIMESTAMP_LOG_APPEND_TIME
+        for delta, timestamp, indices in slots:
+            first = base_offset + delta if base_offset >= 0 else -1
+            if ts_type == TIMESTAMP_LOG_APPEND_TIME:
+                timestamp = log_append_time
+            self.segments.append(
+                DeliverySegment(tp, first, timestamp, ts_type, log_start_offset, indices)
+            )
+        self._reported()
+
+    def batch_failed(self, exc: BaseException, slots: list[tuple[int, int, list[int]]]) -> None:
+        errors = self.errors
+        for _, _, indices in slots:
+            for i in indices:
+                errors[i] = exc
+        self._reported()
+
+    def record_failed(self, index: int, exc: BaseException) -> None:
+        """A record that never reached a batch (bad record, no memory in time)."""
+        self.errors[index] = exc
+
+    def track(self, index: int, fut: asyncio.Future[RecordMetadata]) -> None:
+        """Report a record sent with its own future (the interceptor path)."""
+        self.pending += 1
+
+        def done(f: asyncio.Future[RecordMetadata]) -> None:
+            if f.cancelled():
+                self.record_failed(index, asyncio.CancelledError())
+            elif (exc := f.exception()) is not None:
+                self.record_failed(index, exc)
+            else:
+                md = f.result()
+                self.segments.append(
+                    DeliverySegment(
+                        md.topic_partition,
+                        md.offset,
+                        md.timestamp,
+                        md.timestamp_type,
+                        md.log_start_offset,
+                        [index],
+                    )
+                )
+            self._reported()
+
+        fut.add_done_callback(done)
+
+    def seal(self) -> None:
+        self.sealed = True
+        if not self.pending:
+            self._resolve()
+
+    def _reported(self) -> None:
+        self.pending -= 1
+        if self.sealed and not self.pending:
+            self._resolve()
+
+    def _resolve(self) -> None:
+        if self.future.done():  # the caller cancelled it
+            return
+        report = DeliveryReport(self.count, self.segments, self.errors)
+        if self.errors:
+            self.future.set_exception(DeliveryFailedError(self.topic, report))
+        else:
+            self.future.set_result(report)
+
+
 class ProducerBatch(RecordBatchBuilder):
     """A record batch plus what the producer needs to track its delivery."""
 
     __slots__ = (
         "attempts",
         "base_sequence",
+        "bulk",
         "created",
         "done",
         "full",
@@ -72,8 +179,11 @@ class ProducerBatch(RecordBatchBuilder):
     ) -> None:
         super().__init__(base_timestamp, compress, codec_id)
         self.queue = queue
-        self.futures: list[asyncio.Future[RecordMetadata]] = []
+        # One entry per record, by offset delta: its future, or None for a
+        # record of a send_many() call, which is reported through ``bulk``.
+        self.futures: list[asyncio.Future[RecordMetadata] | None] = []
         self.timestamps: list[int] = []
+        self.bulk: dict[BulkDelivery, list[tuple[int, int, list[int]]]] | None = None
         self.created = now
         self.retry_at = 0.0
         self.attempts = 0
@@ -100,7 +210,7 @@ class ProducerBatch(RecordBatchBuilder):
         offset = base_offset
         step = 1 if base_offset >= 0 else 0  # acks=0 reports -1 for every record
         for fut, ts in zip(self.futures, timestamps, strict=True):
-            if not fut.done():  # the caller may have cancelled it
+            if fut is not None and not fut.done():  # the caller may have cancelled it
                 # tuple.__new__ skips NamedTuple's Python-level __new__: this
                 # loop runs once per record.
                 fut.set_result(
@@ -110,13 +220,19 @@ class ProducerBatch(RecordBatchBuilder):
                     )
                 )
             offset += step
+        if self.bulk is not None:
+            for delivery, slots in self.bulk.items():
+                delivery.batch_completed(tp, base_offset, log_start_offset, log_append_time, slots)
         if not self.done.done():
             self.done.set_result(None)
 
     def fail(self, exc: BaseException) -> None:
         for fut in self.futures:
-            if not fut.done():
+            if fut is not None and not fut.done():
                 fut.set_exception(exc)
+        if self.bulk is not None:
+            for delivery, slots in self.bulk.items():
+                delivery.batch_failed(exc, slots)
         if not self.done.done():
             self.done.set_result(None)
 
@@ -248,29 +364,115 @@ class RecordAccumulator:
                 added = batch.append(timestamp, key, value, headers, q.batch_limit)
                 if not added:
                     batch.full = True
-        else:
-            self._nonempty[q] = None
         if not added:
-            batch = ProducerBatch(
-                q,
-                timestamp,
-                time.monotonic(),
-                self._loop.create_future(),
-                self._compress,
-                self._codec_id,
-            )
-            batches.append(batch)
-            self._incomplete.add(batch)
+            batch = self._new_batch(q, timestamp)
             added = BATCH_HEADER_SIZE + batch.append(timestamp, key, value, headers, q.batch_limit)
-            # A new batch starts a linger timer, or the old one filled up: the
-            # sender has something to schedule either way.
-            self._wakeup()
         batch.memory += added
         self.used += added - reserved
         fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
         batch.futures.append(fut)
         batch.timestamps.append(timestamp)
         return fut
+
+    def create_future(self) -> asyncio.Future[Any]:
+        return self._loop.create_future()
+
+    async def append_many(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        order: list[int],
+        delivery: BulkDelivery,
+        timeout: float,
+    ) -> None:
+        """Append records ``order`` (indices into keys/values) of a ``send_many()`` call.
+
+        No future per record: their outcome reaches ``delivery`` per batch.
+        Whole runs of records are encoded at once into the open batch; memory
+        is awaited (FIFO, up to ``timeout`` s) when the budget runs out, and
+        the loop yields each time a batch fills so the sender can send it.
+        """
+        q = self.queue_for(topic, partition)
+        pos, total, reserved = 0, len(order), 0
+        while pos < total:
+            i = order[pos]
+            need = _bulk_record_bound(keys[i], values[i])
+            batches = q.batches
+            batch = batches[-1] if batches and not batches[-1].full else None
+            if batch is None:
+                need += BATCH_HEADER_SIZE
+            budget = reserved or (0 if self._waiters else self.limit - self.used)
+            if budget < need:
+                if reserved:  # reserved for a batch that has since been taken
+                    self._release(reserved)
+                if need > self.limit:
+                    reserved = 0
+                    delivery.record_failed(i, _too_large_for_buffer(need, topic, self.limit))
+                    pos += 1
+                    continue
+                try:
+                    reserved = min(max(need, q.batch_limit), self.limit)
+                    await self.reserve(reserved, topic, timeout)
+                except KafkaError as e:
+                    reserved = 0
+                    for j in order[pos:]:
+                        delivery.record_failed(j, e)
+                    return
+                continue
+            header = 0
+            if batch is None:
+                batch = self._new_batch(q, timestamp)
+                header = BATCH_HEADER_SIZE
+            before = len(batch.buf)
+            end = batch.append_many(
+                timestamp, keys, values, order, pos, q.batch_limit, budget - header
+            )
+            added = len(batch.buf) - before + header
+            batch.memory += added
+            self.used += added - reserved
+            reserved = 0
+            if end > pos:
+                self._add_bulk_slots(batch, delivery, order[pos:end], timestamp)
+                pos = end
+            if pos < total and len(batch.buf) + need > q.batch_limit:
+                batch.full = True
+                self._wakeup()
+                await asyncio.sleep(0)  # let the sender take the full batch
+
+    @staticmethod
+    def _add_bulk_slots(
+        batch: ProducerBatch, delivery: BulkDelivery, indices: list[int], timestamp: int
+    ) -> None:
+        bulk = batch.bulk
+        if bulk is None:
+            bulk = batch.bulk = {}
+        slots = bulk.get(delivery)
+        if slots is None:
+            slots = bulk[delivery] = []
+            delivery.pending += 1
+        slots.append((len(batch.futures), timestamp, indices))
+        batch.futures.extend([None] * len(indices))
+        batch.timestamps.extend([timestamp] * len(indices))
+
+    def _new_batch(self, q: PartitionQueue, timestamp: int) -> ProducerBatch:
+        batch = ProducerBatch(
+            q,
+            timestamp,
+            time.monotonic(),
+            self._loop.create_future(),
+            self._compress,
+            self._codec_id,
+        )
+        if not q.batches:
+            self._nonempty[q] = None
+        q.batches.append(batch)
+        self._incomplete.add(batch)
+        # A new batch starts a linger timer: the sender has something to schedule.
+        self._wakeup()
+        return batch
 
     async def append_wait(
         self,
@@ -284,7 +486,7 @@ class RecordAccumulator:
         timeout: float,
     ) -> asyncio.Future[RecordMetadata]:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
-        await self._reserve(size, topic, timeout)
+        await self.reserve(size, topic, timeout)
         fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=size)
         # With the memory reserved, append cannot refuse the record.
         return cast("asyncio.Future[RecordMetadata]", fut)
@@ -295,7 +497,7 @@ class RecordAccumulator:
         """Queue a batch the user built (``send_batch``) as one unit with one future."""
         size = len(builder.buf)
         if self.used + size > self.limit or self._waiters:
-            await self._reserve(size, topic, timeout)
+            await self.reserve(size, topic, timeout)
         else:
             self.used += size
         q = self.queue_for(topic, partition)
@@ -320,13 +522,10 @@ class RecordAccumulator:
         self._wakeup()
         return fut
 
-    async def _reserve(self, size: int, topic: str, timeout: float) -> None:
+    async def reserve(self, size: int, topic: str, timeout: float) -> None:
         """Wait in line until ``size`` bytes of the budget are reserved for the caller."""
         if size > self.limit:
-            raise RecordTooLargeError(
-                f"a record of about {size} bytes for {topic} cannot fit in buffer_memory "
-                f"({self.limit} bytes)"
-            )
+            raise _too_large_for_buffer(size, topic, self.limit)
         grant: asyncio.Future[None] = self._loop.create_future()
         entry = (size, grant)
         self._waiters.append(entry)

@@ -88,6 +88,7 @@ __all__ = [
     "DelegationTokenOwnerMismatchError",
     "DelegationTokenRequestNotAllowed",
     "DelegationTokenRequestNotAllowedError",
+    "DeliveryFailedError",
     "DeliveryOutcomeUnknownError",
     "DuplicateBrokerRegistrationError",
     "DuplicateResourceError",
@@ -339,6 +340,27 @@ class PartitionAbortedError(KafkaError):
     Only with ``fail_partition_on_error=True``, which fails the records queued
     (or in flight) behind a failed one so that the partition has no gap.
     """
+
+
+class DeliveryFailedError(KafkaError):
+    """Some records of one ``send_many()`` call failed; the others were delivered.
+
+    ``errors`` maps the failed records' positions in the call to their
+    exceptions; ``report`` is the call's
+    :class:`~aiokafka_lite.structs.DeliveryReport` (whose entry for a failed
+    record raises that record's exception).
+    """
+
+    def __init__(self, topic: str, report: Any) -> None:
+        errors: dict[int, BaseException] = report.errors
+        first = min(errors)
+        super().__init__(
+            f"{len(errors)} of {len(report)} records for {topic!r} failed; "
+            f"first (record {first}): {errors[first]!r}"
+        )
+        self.topic = topic
+        self.report = report
+        self.errors = errors
 
 
 class BufferFullError(KafkaError):

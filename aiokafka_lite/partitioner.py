@@ -124,6 +124,11 @@ class KeyHashCache:
             cache[key] = value
         return value
 
+    @property
+    def peek(self) -> Callable[[bytes], int | None]:
+        """The cache's ``get``: for loops that inline the hit path (the dict is never replaced)."""
+        return self._cache.get
+
     def partition(self, key: bytes, num_partitions: int) -> int:
         """``default_partition(key, num_partitions)`` through the cache."""
         return self.hash(key) % num_partitions

@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from . import serializers
-from .accumulator import RecordAccumulator
+from .accumulator import BulkDelivery, RecordAccumulator
 from .client import NetworkClient
 from .compression import Compressor, get_codec
 from .config import ProducerConfig
@@ -37,7 +37,7 @@ from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .partitioner import KeyHashCache, StickyPartitioner
 from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
 from .sender import Sender
-from .structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+from .structs import DeliveryReport, OffsetAndMetadata, RecordMetadata, TopicPartition
 from .transaction import TransactionManager
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
@@ -52,6 +52,8 @@ V = TypeVar("V")
 # plus the header of the batch it may have to start. Memory is reserved by
 # this upper bound, so buffer_memory is never exceeded.
 _RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5 + BATCH_HEADER_SIZE
+# Records of a send_many() call checked and placed at a time (see _send_many_bulk).
+_SEND_MANY_CHUNK = 4096
 # Errors that mean "this topic will not appear by waiting".
 _FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
 
@@ -79,10 +81,12 @@ class BatchBuilder:
     ) -> int | None:
         """Add a record; return its encoded size, or None when the batch is full."""
         ts = int(time.time() * 1000) if timestamp is None else timestamp
-        if self._builder is None:
-            self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
-        added = self._builder.append(ts, key, value, _check_headers(headers, "batch"), self._limit)
-        return added or None
+        builder = self._builder
+        if builder is None:
+            builder = self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
+        if headers is not None:
+            headers = _check_headers(headers, "batch")
+        return builder.append(ts, key, value, headers, self._limit) or None
 
     def size(self) -> int:
         return 0 if self._builder is None else len(self._builder.buf)
@@ -598,20 +602,134 @@ class AIOKafkaProducer(Generic[K, V]):
         if not 0 <= partition < len(parts):
             raise ValueError(f"partition {partition} is out of range for {topic!r}")
         builder = batch._take()
-        return await self._acc.append_built(topic, partition, builder, self._max_block)
+        fut = await self._acc.append_built(topic, partition, builder, self._max_block)
+        # A yield per batch lets the sender ship it while the caller builds the
+        # next one, instead of after a whole loop of batches.
+        await asyncio.sleep(0)
+        return fut
 
     async def send_many(
         self,
         topic: str,
-        records: Iterable[tuple[Any, Any]],
+        records: Iterable[tuple[K | None, V | None]],
         *,
         partition: int | None = None,
-    ) -> list[asyncio.Future[RecordMetadata]]:
-        """Send ``(key, value)`` pairs; return their delivery futures, in order."""
-        futures = []
-        for key, value in records:
-            futures.append(await self.send(topic, value, key, partition))
-        return futures
+    ) -> asyncio.Future[DeliveryReport]:
+        """Send ``(key, value)`` pairs to one topic: the fastest way to send many records.
+
+        Records are placed and encoded as by :meth:`send`, but share one
+        future instead of one each: it resolves, once all are delivered, to a
+        :class:`~aiokafka_lite.structs.DeliveryReport` (their metadata in call
+        order), or fails with :class:`~aiokafka_lite.errors.DeliveryFailedError`
+        whose ``errors`` map failed positions to exceptions. A bad record (serializer error,
+        too large) fails alone there, not the call. Awaits, like ``send``, for
+        the topic's metadata and for buffer memory (each record at most
+        ``max_block_ms``; a record that gets none in time fails alone).
+        All records of the call share one timestamp (the time of the call).
+        """
+        self._check_running()
+        self._check_transactional_send()
+        parts = self._metadata.partitions_by_topic.get(topic)
+        if parts is None:
+            parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
+        if partition is not None:
+            self._place(topic, None, parts, 0, partition)  # raises if out of range
+        items = records if isinstance(records, list) else list(records)
+        delivery = BulkDelivery(self._acc.create_future(), topic, len(items))
+        if self._interceptors:
+            await self._send_many_each(topic, items, partition, delivery)
+        else:
+            await self._send_many_bulk(topic, items, partition, parts, delivery)
+        delivery.seal()
+        return delivery.future
+
+    async def _send_many_bulk(
+        self,
+        topic: str,
+        items: list[tuple[Any, Any]],
+        partition: int | None,
+        parts: Sequence[Any],
+        delivery: BulkDelivery,
+    ) -> None:
+        # send()'s checks for a chunk of records at a time, then each partition's
+        # records of the chunk are encoded in one run: no future and no call per
+        # record. Chunks let the sender ship early batches while later ones are
+        # still being encoded.
+        count = len(items)
+        keys: list[bytes | None] = [None] * count
+        values: list[bytes | None] = [None] * count
+        ts = int(time.time() * 1000)
+        for lo in range(0, count, _SEND_MANY_CHUNK):
+            hi = min(lo + _SEND_MANY_CHUNK, count)
+            by_partition = self._group(
+                topic, items, lo, hi, keys, values, partition, parts, delivery
+            )
+            for p, order in by_partition.items():
+                await self._acc.append_many(
+                    topic, p, ts, keys, values, order, delivery, self._max_block
+                )
+
+    def _group(
+        self,
+        topic: str,
+        items: list[tuple[Any, Any]],
+        lo: int,
+        hi: int,
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        partition: int | None,
+        parts: Sequence[Any],
+        delivery: BulkDelivery,
+    ) -> dict[int, list[int]]:
+        """Check, serialize and place ``items[lo:hi]`` into keys/values: partition -> indices."""
+        by_partition: dict[int, list[int]] = {}
+        hashes, n, max_size = self._hashes, len(parts), self._max_request_size - _RECORD_OVERHEAD
+        cached = hashes.peek
+        fast = not self._serializing and self._partitioner is None
+        for i in range(lo, hi):
+            k, v = items[i]
+            if (
+                fast
+                and type(k) is bytes
+                and (v is None or type(v) is bytes)
+                and len(k) + (0 if v is None else len(v)) <= max_size
+            ):
+                if partition is None:
+                    h = cached(k)
+                    p = (hashes.hash(k) if h is None else h) % n
+                else:
+                    p = partition
+            else:
+                try:
+                    k, v, size, _ = self._prepare(topic, k, v, None)
+                    p = self._place(topic, k, parts, size, partition)
+                except Exception as e:  # this record only
+                    delivery.record_failed(i, e)
+                    continue
+            keys[i] = k
+            values[i] = v
+            order = by_partition.get(p)
+            if order is None:
+                by_partition[p] = [i]
+            else:
+                order.append(i)
+        return by_partition
+
+    async def _send_many_each(
+        self,
+        topic: str,
+        items: list[tuple[Any, Any]],
+        partition: int | None,
+        delivery: BulkDelivery,
+    ) -> None:
+        # With interceptors each record takes send()'s own path, so that they see it.
+        for i, (k, v) in enumerate(items):
+            try:
+                fut = await self.send(topic, v, k, partition)
+            except Exception as e:  # this record only, as in _send_many_bulk
+                delivery.record_failed(i, e)
+            else:
+                delivery.track(i, fut)
 
 
 class Transaction:

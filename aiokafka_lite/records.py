@@ -179,6 +179,61 @@ class RecordBatchBuilder:
             self.max_timestamp = timestamp
         return added
 
+    def append_many(
+        self,
+        timestamp: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        order: Sequence[int],
+        start: int,
+        limit: int,
+        budget: int,
+    ) -> int:
+        """Encode records ``order[start:]`` (indices into keys/values), all stamped ``timestamp``.
+
+        Stops before the record that would take the buffer past ``limit``
+        (unless the batch is still empty, as in :meth:`append`) or make the
+        bytes added exceed ``budget``; returns the position in ``order`` it
+        stopped at. The loop of :meth:`append`, inlined for a whole list.
+        """
+        tsd = timestamp - self.base_timestamp
+        prefix = b"\x00" + encode_varint(tsd)  # attributes, timestamp delta
+        od = self.count
+        buf = self.buf
+        hard = len(buf) + budget
+        table, size, null = _VARINT, _TABLE_SIZE, _NULL
+        pos = start
+        for pos in range(start, len(order)):
+            i = order[pos]
+            key = keys[i]
+            value = values[i]
+            if key is None:
+                k_b, key = null, b""
+            else:
+                n = len(key)
+                k_b = table[n] if n < size else _zigzag_varint(n)
+            if value is None:
+                v_b, value = null, b""
+            else:
+                n = len(value)
+                v_b = table[n] if n < size else _zigzag_varint(n)
+            od_b = table[od] if od < size else _zigzag_varint(od)
+            body = b"".join((prefix, od_b, k_b, key, v_b, value, b"\x00"))
+            n = len(body)
+            len_b = table[n] if n < size else _zigzag_varint(n)
+            end = len(buf) + len(len_b) + n
+            if end > hard or (od and end > limit):
+                break
+            buf += len_b
+            buf += body
+            od += 1
+        else:
+            pos = len(order)
+        if od > self.count and timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
+        self.count = od
+        return pos
+
     @property
     def size(self) -> int:
         return len(self.buf)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple, overload
 
-__all__ = ["OffsetAndMetadata", "RecordMetadata", "TopicPartition"]
+__all__ = ["DeliveryReport", "OffsetAndMetadata", "RecordMetadata", "TopicPartition"]
 
 
 class TopicPartition(NamedTuple):
@@ -22,6 +23,81 @@ class RecordMetadata(NamedTuple):
     timestamp: int
     timestamp_type: int
     log_start_offset: int
+
+
+class DeliverySegment(NamedTuple):
+    """Records of one ``send_many()`` call that landed together in one batch."""
+
+    topic_partition: TopicPartition
+    first_offset: int  # -1 with acks=0: every record reports -1
+    timestamp: int
+    timestamp_type: int
+    log_start_offset: int
+    indices: list[int]  # the records' positions in the call, in offset order
+
+
+class DeliveryReport(Sequence[RecordMetadata]):
+    """Every record's metadata of one ``send_many()`` call, in call order.
+
+    Built lazily from one segment per batch, so that a call's cost does not
+    include a ``RecordMetadata`` per record unless the caller looks. Reading
+    the entry of a record that failed raises that record's exception (as
+    its future's ``result()`` would); ``errors`` maps those indices to them.
+    """
+
+    __slots__ = ("_by_index", "_count", "_segments", "errors")
+
+    def __init__(
+        self, count: int, segments: list[DeliverySegment], errors: dict[int, BaseException]
+    ) -> None:
+        self._count = count
+        self._segments = segments
+        self.errors = errors
+        self._by_index: list[int] | None = None  # per record: segment << 32 | position
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> RecordMetadata: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[RecordMetadata]: ...
+    def __getitem__(self, index: int | slice) -> RecordMetadata | list[RecordMetadata]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("delivery report index out of range")
+        error = self.errors.get(index)
+        if error is not None:
+            raise error
+        if self._by_index is None:
+            self._by_index = self._build_index()
+        where = self._by_index[index]
+        seg = self._segments[where >> 32]
+        position = where & 0xFFFFFFFF
+        tp = seg.topic_partition
+        offset = seg.first_offset + position if seg.first_offset >= 0 else -1
+        return RecordMetadata(
+            tp.topic,
+            tp.partition,
+            tp,
+            offset,
+            seg.timestamp,
+            seg.timestamp_type,
+            seg.log_start_offset,
+        )
+
+    def _build_index(self) -> list[int]:
+        by_index = [0] * self._count
+        for s, seg in enumerate(self._segments):
+            for position, i in enumerate(seg.indices):
+                by_index[i] = s << 32 | position
+        return by_index
+
+    def __repr__(self) -> str:
+        return f"<DeliveryReport records={self._count} failed={len(self.errors)}>"
 
 
 class OffsetAndMetadata(NamedTuple):

@@ -815,20 +815,30 @@ async def w3_batches(client: AsyncClient, spec: WorkerSpec, result: RunResult) -
 
 
 async def w3_send_many(client: AsyncClient, spec: WorkerSpec, result: RunResult) -> Timer:
-    """W3 with aiokafka_lite's ``send_many(topic, [(key, value), ...])``: one call."""
+    """W3 with aiokafka_lite's ``send_many(topic, [(key, value), ...])``: one call, one future."""
     value = make_value(spec.wl.value_size)
     pairs = [(key, value) for key in key_sequence(spec.records)]
-    futures: list[asyncio.Future[Any]] = []
-    outcomes: list[Any] = []
     with Timer() as timer:
         try:
             async with asyncio.timeout(spec.deadline_s):
-                futures = await client.producer.send_many(spec.topic, pairs)
-                outcomes = await asyncio.gather(*futures, return_exceptions=True)
+                report = await (await client.producer.send_many(spec.topic, pairs))
         except TimeoutError:
-            timed_out(result, spec, len(futures), delivered_ok(futures))
-    record_outcomes(result, outcomes, futures)
+            timed_out(result, spec, len(pairs), 0)
+            return timer
+        except Exception as e:  # DeliveryFailedError: some records failed
+            note_error(result, e)
+            report = getattr(e, "report", [])
+    outcomes = [outcome_at(report, i) for i in range(len(report))]
+    record_outcomes(result, outcomes, [])
     return timer
+
+
+def outcome_at(report: Any, i: int) -> Any:
+    """Entry i of a DeliveryReport, or the exception its record failed with."""
+    try:
+        return report[i]
+    except Exception as e:
+        return e
 
 
 async def w4_async(client: AsyncClient, spec: WorkerSpec, result: RunResult) -> Timer:

@@ -45,6 +45,7 @@ from mockcluster import (
 )
 
 from aiokafka_lite import AIOKafkaProducer, RecordMetadata
+from aiokafka_lite.errors import DeliveryFailedError
 
 BROKERS = 3
 PARTITIONS = 6
@@ -416,3 +417,26 @@ async def test_leader_down_for_a_second(env: Env) -> None:
     assert cpu_while_down < 0.5, (
         f"the event loop used {cpu_while_down:.2f} s of CPU in the 1 s the broker was down"
     )
+
+
+async def test_send_many_reports_a_refused_batch_and_delivers_the_rest(env: Env) -> None:
+    producer = make_producer(env)
+    await producer.start()
+    try:
+        await producer.partitions_for(env.topic)
+        # The first Produce request (partition 0's batch) is refused for good.
+        env.cluster.push_errors(API_PRODUCE, [ERR_TOPIC_AUTHORIZATION_FAILED])
+        first = await producer.send_many(
+            env.topic, [(None, b"%d" % i) for i in range(20)], partition=0
+        )
+        with pytest.raises(DeliveryFailedError) as info:
+            await asyncio.wait_for(first, 15)
+        pairs = [record(i) for i in range(20, 2020)]
+        report = await asyncio.wait_for(await producer.send_many(env.topic, pairs), 15)
+    finally:
+        took = await stop(producer)
+    assert_stopped(took)
+    assert sorted(info.value.errors) == list(range(20))
+    assert all("TOPIC_AUTHORIZATION_FAILED" in str(e) for e in info.value.errors.values())
+    log = await read_back(env)
+    check_exactly_once_in_order(log, {i + 20: md for i, md in enumerate(report)})

@@ -188,12 +188,15 @@ async def test_send_needs_an_open_transaction(
     batch.append(value=b"x")
     with pytest.raises(IllegalStateError, match="begin_transaction"):
         await p.send_batch(batch, topic, partition=0)
+    with pytest.raises(IllegalStateError, match="begin_transaction"):
+        await p.send_many(topic, [(None, b"x")])
     with pytest.raises(IllegalStateError, match="no transaction to commit"):
         await p.commit_transaction()
     p.begin_transaction()
     with pytest.raises(IllegalStateError, match="already in transaction"):
         p.begin_transaction()
     await p.send(topic, b"ok", partition=0)
+    many = await p.send_many(topic, [(None, b"m1"), (None, b"m2")], partition=0)
     commit = asyncio.create_task(p.commit_transaction())
     await asyncio.sleep(0)
     with pytest.raises(IllegalStateError, match="is committing"):
@@ -201,8 +204,9 @@ async def test_send_needs_an_open_transaction(
     with pytest.raises(IllegalStateError, match="in progress"):
         await p.commit_transaction()  # a second, concurrent commit
     await commit
+    assert len(await many) == 2
     view = committed_view(await read_log_async(bootstrap, topic, 1))
-    assert view.committed == [b"ok"]
+    assert view.committed == [b"ok", b"m1", b"m2"]
 
 
 async def test_non_transactional_producer_has_no_transactions(bootstrap: str) -> None:

@@ -1,0 +1,197 @@
+"""``send_many``: one call, one future, many records; checked by independent consumers."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+from conftest import TopicFactory
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
+from readers import read_all_confluent
+
+from aiokafka_lite import AIOKafkaProducer, ProducerRecord, RecordMetadata
+from aiokafka_lite.errors import DeliveryFailedError, RecordTooLargeError, SerializationError
+from aiokafka_lite.structs import DeliveryReport, DeliverySegment, TopicPartition
+
+
+def java_partition(key: bytes, n: int) -> int:
+    return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
+
+
+async def test_records_land_where_the_report_says_in_call_order(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(3)
+    rng = random.Random(3)
+    pairs: list[tuple[bytes | None, bytes | None]] = []
+    for i in range(30_000):
+        key = f"k{rng.randrange(700)}".encode() if i % 5 else None  # some keyless (sticky)
+        value = None if i % 1009 == 0 else b"%d:" % i + rng.randbytes(rng.randrange(0, 150))
+        pairs.append((key, value))
+
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=2) as producer:
+        await producer.partitions_for(topic)
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0)
+        ticks = 0
+        fut = await producer.send_many(topic, pairs)
+        # The buffer is big enough for all: only send_many's own yields (one per
+        # full batch) let other tasks run while it encodes ~3 MB.
+        assert ticks > 10, "send_many kept the event loop to itself"
+        ticker.cancel()
+        report = await asyncio.wait_for(fut, 30)
+
+    assert isinstance(report, DeliveryReport)
+    assert len(report) == len(pairs) and not report.errors
+    positions = {(md.partition, md.offset): i for i, md in enumerate(report)}
+    assert len(positions) == len(pairs), "two records reported the same partition/offset"
+
+    read = read_all_confluent(bootstrap, topic, expected=len(pairs))
+    assert len(read) == len(pairs)
+    for r in read:
+        i = positions[(r.partition, r.offset)]
+        key, value = pairs[i]
+        assert (r.key, r.value) == (key, value)
+        assert r.timestamp == report[i].timestamp
+        if key is not None:
+            assert r.partition == java_partition(key, 3)
+    for p in range(3):
+        order = [positions[(r.partition, r.offset)] for r in read if r.partition == p]
+        assert order == sorted(order), f"partition {p} is not in call order"
+
+
+async def test_interleaved_with_send_under_a_small_buffer(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    # 64 KiB of buffer for ~2.5 MB: send_many must wait for memory (and yield),
+    # and per-record send()s of another task get into the same batches.
+    topic = topic_factory(1)
+    bulk = [(None, b"bulk-%06d" % i + b"x" * 100) for i in range(20_000)]
+    lowest_free = []
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, buffer_memory=64 * 1024, linger_ms=1
+    ) as producer:
+        await producer.partitions_for(topic)
+
+        async def single() -> list[RecordMetadata]:
+            futures = [await producer.send(topic, b"one-%06d" % i) for i in range(2_000)]
+            return await asyncio.gather(*futures)
+
+        async def watch() -> None:
+            while True:
+                lowest_free.append(producer.metrics()["buffer-available-bytes"])
+                await asyncio.sleep(0.001)
+
+        watcher = asyncio.create_task(watch())
+        single_task = asyncio.create_task(single())
+        report = await (await producer.send_many(topic, bulk))
+        singles = await single_task
+        watcher.cancel()
+
+    assert min(lowest_free) >= 0, "more than buffer_memory was buffered"
+    read = {r.value: r.offset for r in read_all_confluent(bootstrap, topic, 22_000)}
+    assert len(read) == 22_000
+    assert [read[v] for _, v in bulk] == [md.offset for md in report]
+    assert [read[b"one-%06d" % i] for i in range(2_000)] == [md.offset for md in singles]
+    offsets = sorted(read.values())
+    assert offsets == list(range(22_000)), "a record is missing or duplicated"
+
+
+async def test_a_bad_record_fails_alone(bootstrap: str, topic_factory: TopicFactory) -> None:
+    topic = topic_factory(2)
+
+    def serialize(value: Any) -> bytes:
+        if value == "boom":
+            raise ValueError("cannot serialize boom")
+        return str(value).encode()
+
+    values: list[Any] = [f"v{i}" for i in range(500)]
+    values[7] = "boom"
+    values[300] = "x" * 20_000  # > max_request_size below
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, value_serializer=serialize, max_request_size=10_000
+    ) as producer:
+        fut = await producer.send_many(topic, [(None, v) for v in values])
+        with pytest.raises(DeliveryFailedError) as info:
+            await fut
+
+    err = info.value
+    assert sorted(err.errors) == [7, 300]
+    assert isinstance(err.errors[7], SerializationError) and topic in str(err.errors[7])
+    assert isinstance(err.errors[300], RecordTooLargeError)
+    assert "2 of 500 records" in str(err) and "record 7" in str(err)
+    with pytest.raises(SerializationError):
+        err.report[7]
+    good = {i: err.report[i] for i in range(500) if i not in (7, 300)}
+    read = read_all_confluent(bootstrap, topic, expected=498)
+    assert sorted(r.value for r in read if r.value) == sorted(serialize(values[i]) for i in good)
+    for r in read:
+        i = int(r.value[1:]) if r.value else -1
+        assert (good[i].partition, good[i].offset) == (r.partition, r.offset)
+
+
+async def test_interceptors_see_every_record(bootstrap: str, topic_factory: TopicFactory) -> None:
+    topic = topic_factory(1)
+    acks: list[RecordMetadata | None] = []
+
+    class Upper:
+        def on_send(self, record: ProducerRecord) -> ProducerRecord:
+            assert record.value is not None
+            return record._replace(value=record.value.upper())
+
+        def on_acknowledgement(self, md: RecordMetadata | None, exc: BaseException | None) -> None:
+            acks.append(md)
+
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, interceptors=[Upper()]) as producer:
+        report = await (await producer.send_many(topic, [(b"k", b"v%d" % i) for i in range(300)]))
+
+    assert len(acks) == 300 and all(md is not None for md in acks)
+    read = read_all_confluent(bootstrap, topic, expected=300)
+    assert [r.value for r in read] == [b"V%d" % i for i in range(300)]
+    assert [r.offset for r in read] == [md.offset for md in report]
+
+
+async def test_explicit_partition_acks_0_and_empty(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(3)
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks=0, enable_idempotence=False
+    ) as producer:
+        with pytest.raises(ValueError, match="out of range"):
+            await producer.send_many(topic, [(b"k", b"v")], partition=3)
+        report = await (
+            await producer.send_many(topic, [(b"k%d" % i, b"v") for i in range(50)], partition=2)
+        )
+        empty = await (await producer.send_many(topic, []))
+    assert len(empty) == 0
+    assert {(md.partition, md.offset) for md in report} == {(2, -1)}  # acks=0: no offsets
+    read = read_all_confluent(bootstrap, topic, expected=50)
+    assert {r.partition for r in read} == {2} and len(read) == 50
+
+
+def test_report_indexing() -> None:
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    report = DeliveryReport(
+        5,
+        [DeliverySegment(tp1, 10, 99, 0, 0, [1, 3]), DeliverySegment(tp0, 4, 98, 1, 2, [0])],
+        {2: RuntimeError("x"), 4: RuntimeError("y")},
+    )
+    assert report[0] == RecordMetadata("t", 0, tp0, 4, 98, 1, 2)
+    assert report[3] == RecordMetadata("t", 1, tp1, 11, 99, 0, 0)
+    assert report[-2] == report[3]
+    assert [md.offset for md in report[:2]] == [4, 10]
+    with pytest.raises(RuntimeError, match="y"):
+        report[4]
+    with pytest.raises(IndexError):
+        report[5]

@@ -119,6 +119,7 @@ class AIOKafkaProducer(Generic[K, V]):
         self._compress = None if codec is None else codec.compressor(cfg.compression_level)
         self._codec_id = 0 if codec is None else codec.id
         self._hashes = KeyHashCache()
+        self._hash_peek = self._hashes.peek
         self._sticky = StickyPartitioner()
         self._sticky_bytes: dict[str, int] = {}
         self._interceptors = tuple(cfg.interceptors)
@@ -389,7 +390,9 @@ class AIOKafkaProducer(Generic[K, V]):
                 self._prepare(topic, k, v, headers)  # raises, naming the topic
             headers = None
         if partition is None and k is not None and self._partitioner is None:
-            partition = self._hashes.hash(k) % len(parts)  # keyed: the common case, inline
+            # keyed: the common case, with the hash cache's hit path inline
+            h = self._hash_peek(k)
+            partition = (self._hashes.hash(k) if h is None else h) % len(parts)
         else:
             partition = self._place(topic, k, parts, size, partition)
         ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms

@@ -281,3 +281,20 @@ def test_broker_runs_in_the_foreground_until_ctrl_c() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_produce_delivery_errors_are_counted_and_shown() -> None:
+    # A broker refusing the records (non-retriable INVALID_RECORD) is a situation Tansu
+    # cannot be made to produce; librdkafka's mock cluster injects it (see mockcluster.py).
+    from mockcluster import MockCluster
+
+    with MockCluster(brokers=1) as mock:
+        mock.create_topic("refused", 1)
+        mock.push_errors(0, [87] * 5)  # Produce -> INVALID_RECORD, for the next 5 requests
+        proc = cli(
+            "produce", "refused", "-b", mock.bootstrap_servers, "--no-progress",
+            "--linger-ms", "50", stdin="a\nb\nc\n",
+        )  # fmt: skip
+    assert proc.returncode == 1
+    assert "0 record(s) sent to refused, 3 failed" in proc.stderr
+    assert "line 1: not delivered: INVALID_RECORD (87)" in proc.stderr

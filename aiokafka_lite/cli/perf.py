@@ -37,7 +37,7 @@ __all__ = ["add_parser", "run"]
 
 # Records between yields to the event loop: the sender task runs in between, so
 # batches leave while sending goes on (as the Java tool's I/O thread does).
-_YIELD_EVERY = 500
+_YIELD_EVERY = 100
 
 
 class _Stats:
@@ -176,7 +176,7 @@ def _results(args: argparse.Namespace, stats: _Stats, elapsed: float) -> dict[st
 def _print_table(r: dict[str, Any]) -> None:
     table = rich_module("table").Table(title="producer performance")
     table.add_column("records", justify="right")
-    table.add_column("records/s", justify="right")
+    table.add_column("rec/s", justify="right")
     table.add_column("MB/s", justify="right")
     for name in ("avg", "p50", "p95", "p99", "max"):
         table.add_column(f"{name} ms", justify="right")

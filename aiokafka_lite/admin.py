@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import NamedTuple
 
@@ -15,6 +16,8 @@ from .protocol.messages import CreatableTopic, CreatableTopicConfig, CreateTopic
 __all__ = ["NewTopic", "TopicDescription", "create_topics", "describe_topics", "list_topics"]
 
 TOPIC_ALREADY_EXISTS = 36
+
+log = logging.getLogger("aiokafka_lite.admin")
 
 
 class NewTopic(NamedTuple):
@@ -65,6 +68,7 @@ async def create_topics(
                 result.error_code, topic=result.name, message=result.error_message
             )
         await _await_leaders(client, node, [t.name for t in topics], timeout_ms / 1000)
+        log.info("topics ready: %s", ", ".join(t.name for t in topics))
     finally:
         await client.close()
 

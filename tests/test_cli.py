@@ -298,3 +298,36 @@ def test_produce_delivery_errors_are_counted_and_shown() -> None:
     assert proc.returncode == 1
     assert "0 record(s) sent to refused, 3 failed" in proc.stderr
     assert "line 1: not delivered: INVALID_RECORD (87)" in proc.stderr
+
+
+def test_produce_ctrl_c_while_waiting_for_input(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    # stdin stays open (as a terminal would): Ctrl-C must not hang on the blocked read,
+    # and what was already read is delivered and summarized.
+    topic = topic_factory(1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiokafka_lite", "produce", topic, "-b", bootstrap],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+        cwd=REPO_ROOT,
+    )
+    try:
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(b"one\ntwo\nthree\n")
+        proc.stdin.flush()
+        assert [r.value for r in read_all_confluent(bootstrap, topic, 3)] == [
+            b"one",
+            b"two",
+            b"three",
+        ]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 130
+        err = proc.stderr.read().decode()
+        assert "interrupted" in err and "3 record(s) sent" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

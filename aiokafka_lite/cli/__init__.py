@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from .._version import __version__
 from . import broker, perf, produce, topics
-from ._common import EXIT_USAGE, CliError
+from ._common import EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
 __all__ = ["build_parser", "main"]
 
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except ImportError as e:  # an optional extra is missing
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -17,6 +17,7 @@ from ..errors import KafkaError
 EXIT_OK = 0
 EXIT_FAILED = 1  # some records failed
 EXIT_USAGE = 2  # nothing could be done (argparse uses 2 for usage errors too)
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 _RICH_HINT = 'the command line needs rich: pip install "aiokafka-lite[cli]"'
 

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
+import os
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,6 +37,7 @@ from ..records import Header
 from ..structs import RecordMetadata
 from ._common import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     CliError,
     add_bootstrap,
@@ -75,6 +79,7 @@ class Outcome:
     show: int
     sent: int = 0
     failed: int = 0
+    interrupted: bool = False
     errors: list[str] = field(default_factory=list)
 
     def error(self, line: int, message: str) -> None:
@@ -140,6 +145,8 @@ async def run(args: argparse.Namespace) -> int:
         if source is not sys.stdin.buffer:
             source.close()
     _summarize(outcome, args.topic)
+    if outcome.interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_FAILED if outcome.failed else EXIT_OK
 
 
@@ -166,8 +173,16 @@ async def _produce(args: argparse.Namespace, bootstrap: str, source: IO[bytes]) 
         async with progress_bar(
             f"producing to {args.topic}", None, lambda: outcome.done, enabled=not args.no_progress
         ):
-            await _send_all(producer, args, source, common, outcome)
-            await producer.flush(timeout=None)
+            try:
+                await _send_all(producer, args, source, common, outcome)
+                await producer.flush(timeout=None)
+            except asyncio.CancelledError:
+                # Ctrl-C (asyncio.run cancels this task): stop reading, let the producer
+                # deliver what it holds as it stops, and still print the summary.
+                task = asyncio.current_task()
+                if task is None or task.uncancel() > 0:
+                    raise  # cancelled for another reason too
+                outcome.interrupted = True
     return outcome
 
 
@@ -208,18 +223,10 @@ async def _send_all(
 
 
 async def _lines(source: IO[bytes]) -> AsyncIterator[tuple[int, bytes]]:
-    """(line number, line without its break), reading in a thread: stdin may block."""
-    read = getattr(source, "read1", source.read)
-    loop = asyncio.get_running_loop()
+    """(line number, line without its break)."""
     rest = b""
     number = 0
-    while True:
-        try:
-            chunk = await loop.run_in_executor(None, read, _CHUNK)
-        except OSError as e:
-            raise CliError(f"cannot read the input: {e.strerror or e}") from e
-        if not chunk:
-            break
+    async for chunk in _chunks(source):
         lines = (rest + chunk).split(b"\n")
         rest = lines.pop()
         for line in lines:
@@ -227,6 +234,51 @@ async def _lines(source: IO[bytes]) -> AsyncIterator[tuple[int, bytes]]:
             yield number, line.removesuffix(b"\r")
     if rest:
         yield number + 1, rest.removesuffix(b"\r")
+
+
+async def _chunks(source: IO[bytes]) -> AsyncIterator[bytes]:
+    """What ``source`` has to read, as it comes.
+
+    A file named with ``-f`` is read on the loop (reading a regular file does not wait).
+    Reading stdin blocks (a terminal waits for typing), so a daemon thread reads it; not
+    the loop's executor, whose thread asyncio.run waits for at exit: Ctrl-C would then
+    hang until the next line. A daemon thread is simply abandoned.
+    """
+    if source is not sys.stdin.buffer:
+        try:
+            while chunk := source.read(_CHUNK):
+                yield chunk
+        except OSError as e:  # e.g. a directory, or an I/O error mid-file
+            raise CliError(f"cannot read the input: {e.strerror or e}") from e
+        return
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[bytes | OSError] = asyncio.Queue(maxsize=8)  # bounds what is read ahead
+    # os.read on the descriptor, not the file object: a daemon thread blocked inside a
+    # buffered reader holds its lock, and interpreter shutdown then aborts on it.
+    fd = source.fileno()
+
+    def pump() -> None:
+        while True:
+            item: bytes | OSError
+            try:
+                item = os.read(fd, _CHUNK)
+            except (OSError, ValueError) as e:  # ValueError: closed under us
+                item = e if isinstance(e, OSError) else OSError(str(e))
+            try:
+                asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
+            except (RuntimeError, concurrent.futures.CancelledError):
+                return  # the loop is gone: nobody wants more input
+            if not item or isinstance(item, OSError):
+                return
+
+    threading.Thread(target=pump, name="aiokafka-lite-input", daemon=True).start()
+    while True:
+        item = await queue.get()
+        if isinstance(item, OSError):
+            raise CliError(f"cannot read the input: {item.strerror or item}")
+        if not item:
+            return
+        yield item
 
 
 def _parse_line(separator: str | None, line: bytes) -> Record:
@@ -291,6 +343,8 @@ def _headers(raw: object) -> Iterator[Header]:
 
 
 def _summarize(outcome: Outcome, topic: str) -> None:
+    if outcome.interrupted:
+        say("interrupted: the input was not read to its end")
     say(f"{outcome.sent:,} record(s) sent to {topic}, {outcome.failed:,} failed")
     for message in outcome.errors:
         say(f"  {message}")

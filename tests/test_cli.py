@@ -170,7 +170,7 @@ def test_perf_against_a_cluster_reports_every_record(
         "perf", "-b", bootstrap, "--topic", topic, "--num-records", "3000",
         "--record-size", "64", "--acks", "1", "--linger-ms", "2", "--batch-size", "8192",
         "--compression-type", "lz4", "-X", "enable.idempotence=false", "--json",
-        "--no-progress",
+        "--no-progress", "--print-metrics",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -178,6 +178,9 @@ def test_perf_against_a_cluster_reports_every_record(
     lat = [result[f"latency_{k}_ms"] for k in ("p50", "p95", "p99", "max")]
     assert lat == sorted(lat) and lat[0] > 0
     assert result["records_per_sec"] > 0 and result["mb_per_sec"] > 0
+    metrics = result["metrics"]
+    assert metrics["record-send-total"] == 3000 and metrics["record-error-total"] == 0
+    assert 0 < metrics["compression-rate-avg"] < 1  # lz4 on 26 letters
     records = read_all_confluent(bootstrap, topic, 3000)
     assert len(records) == 3000
     assert {len(r.value or b"") for r in records} == {64}

@@ -48,6 +48,7 @@ class _Stats:
         self.latencies = array("d")
         self.failed = 0
         self.first_error: BaseException | None = None
+        self.metrics: dict[str, float] = {}
 
     def on_done(self, fut: asyncio.Future[RecordMetadata]) -> None:
         self.latencies.append((time.perf_counter() - self.started.pop(fut)) * 1000)
@@ -81,6 +82,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument(
+        "--print-metrics",
+        action="store_true",
+        help="also print the producer's metrics at the end (as Java's tool does)",
+    )
     add_producer_options(p)
     p.set_defaults(handler=run)
 
@@ -94,10 +100,14 @@ async def run(args: argparse.Namespace) -> int:
         options = producer_options(args, bootstrap)
         stats, elapsed = await _measure(args, options)
     results = _results(args, stats, elapsed)
+    if args.print_metrics:
+        results["metrics"] = stats.metrics
     if args.json:
         print(json.dumps(results))
     else:
         _print_table(results)
+        if args.print_metrics:
+            _print_metrics(stats.metrics)
     if stats.failed:
         print(f"first error: {stats.first_error}", file=sys.stderr)
         return EXIT_FAILED
@@ -123,6 +133,7 @@ async def _measure(args: argparse.Namespace, options: dict[str, Any]) -> tuple[_
             await _send(producer, args, payload, stats, start)
             await producer.flush(timeout=None)
             elapsed = time.perf_counter() - start
+            stats.metrics = producer.metrics()
     return stats, elapsed
 
 
@@ -186,4 +197,13 @@ def _print_table(r: dict[str, Any]) -> None:
         f"{r['mb_per_sec']:,.2f}",
         *(f"{r[f'latency_{k}_ms']:,.1f}" for k in ("avg", "p50", "p95", "p99", "max")),
     )
+    rich_module("console").Console().print(table)
+
+
+def _print_metrics(metrics: dict[str, float]) -> None:
+    table = rich_module("table").Table(title="producer metrics (rates and averages: last 30 s)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in sorted(metrics.items()):
+        table.add_row(name, f"{value:,.2f}" if isinstance(value, float) else f"{value:,}")
     rich_module("console").Console().print(table)

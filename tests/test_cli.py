@@ -131,6 +131,21 @@ def test_produce_to_unknown_topic_with_auto_create_off_fails_fast(bootstrap: str
     assert topic not in topic_names(bootstrap)
 
 
+def test_unknown_topic_wait_is_bounded_by_max_block_ms(bootstrap: str) -> None:
+    # Without the up-front check, the producer itself waits for the topic's metadata;
+    # with auto-creation off it never comes, and --max-block-ms ends the wait.
+    topic = f"missing-{uuid.uuid4().hex}"
+    proc = cli(
+        "produce", topic, "-b", bootstrap, "-X", "allow_auto_create_topics=false",
+        "--max-block-ms", "1000", stdin="a\n", timeout=30,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert f"topic {topic!r} is not available" in proc.stderr
+    assert "after 1000 ms (max_block_ms)" in proc.stderr
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in proc.stderr
+    assert topic not in topic_names(bootstrap)
+
+
 def test_produce_record_refused_by_the_producer_makes_the_exit_code_non_zero(
     bootstrap: str, topic_factory: TopicFactory
 ) -> None:

@@ -158,6 +158,8 @@ async def require_topic(bootstrap: str, topic: str, timeout_ms: int) -> None:
     for t in found:
         if t.name == topic and t.error is None and t.partitions:
             return
+        if t.name == topic and t.error not in (None, "UNKNOWN_TOPIC_OR_PARTITION"):
+            raise CliError(f"topic {topic!r} is not available on {bootstrap}: {t.error}")
     raise CliError(
         f"topic {topic!r} does not exist on {bootstrap} and auto-creation is off "
         "(create it with: aiokafka-lite topics create)"

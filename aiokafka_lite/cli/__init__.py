@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="aiokafka-lite",
         description="Produce to Kafka, measure producer throughput, manage topics, "
         "or run an embedded broker.",
+        epilog="exit codes: 0 all done; 1 some records failed; 2 nothing done (usage, "
+        "unreadable input, unknown topic, no cluster); 130 interrupted",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(

@@ -67,7 +67,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "perf",
         help="measure producer throughput and latency (like kafka-producer-perf-test)",
-        description=__doc__,
+        description=(__doc__ or "").replace("``", ""),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_bootstrap(p, embedded=True)

@@ -103,7 +103,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "produce",
         help="send lines or JSON records from stdin or a file to a topic",
-        description=__doc__,
+        description=(__doc__ or "").replace("``", ""),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("topic")

@@ -5,11 +5,13 @@ What was produced is read back with confluent-kafka (tests/readers.py), never ou
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tomllib
 import uuid
 from pathlib import Path
 
@@ -349,3 +351,15 @@ def test_produce_ctrl_c_while_waiting_for_input(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_console_script_entry_point(capsys: pytest.CaptureFixture[str]) -> None:
+    # `pip install` makes `aiokafka-lite` call this function and exit with its result.
+    scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, func = scripts["aiokafka-lite"].partition(":")
+    main = getattr(importlib.import_module(module), func)
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith("aiokafka-lite ")
+    assert main(["topics", "list", "-b", "127.0.0.1:1", "--timeout-ms", "500"]) == 2

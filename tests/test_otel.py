@@ -5,6 +5,10 @@ metric reader (collected from another thread, as a periodic exporter would)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import TopicFactory
@@ -148,3 +152,20 @@ async def test_metrics_as_observable_instruments(
     assert values["kafka.producer.buffer_total_bytes"] == 32 * 1024 * 1024
     assert values["kafka.producer.request_latency_avg"] > 0
     provider.shutdown()
+
+
+def test_without_the_extra_the_error_names_it(tmp_path: Path) -> None:
+    # A stand-in 'opentelemetry' that fails to import, first on the path (the real one is
+    # installed here): what a user without the extra sees.
+    (tmp_path / "opentelemetry").mkdir()
+    (tmp_path / "opentelemetry" / "__init__.py").write_text("raise ImportError('absent')\n")
+    repo = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(
+        [sys.executable, "-c", "import aiokafka_lite.otel"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{repo}"},
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert 'pip install "aiokafka-lite[otel]"' in proc.stderr

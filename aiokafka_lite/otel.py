@@ -43,7 +43,7 @@ try:
     from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
     from opentelemetry.propagators.textmap import TextMapPropagator
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
-except ImportError as e:  # pragma: no cover - exercised only without the extra
+except ImportError as e:  # without the extra (tests/test_otel.py shows the message)
     raise ImportError(
         'aiokafka_lite.otel needs OpenTelemetry: pip install "aiokafka-lite[otel]"'
     ) from e

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import concurrent.futures
 import os
 import sys
@@ -74,28 +75,37 @@ class Record:
 
 @dataclass
 class Outcome:
-    """Tally of what happened, with the first few errors kept to show."""
+    """Tally of what happened, with the first few errors kept to show.
+
+    Delivery futures wait in send order in ``pending`` and are tallied by
+    :meth:`collect` (from the progress bar and the send loop) once done: no callback
+    per record.
+    """
 
     show: int
     sent: int = 0
     failed: int = 0
     interrupted: bool = False
     errors: list[str] = field(default_factory=list)
+    pending: collections.deque[tuple[int, asyncio.Future[RecordMetadata]]] = field(
+        default_factory=collections.deque
+    )
 
     def error(self, line: int, message: str) -> None:
         self.failed += 1
         if len(self.errors) < self.show:
             self.errors.append(f"line {line}: {message}")
 
-    def delivered(self, line: int, fut: asyncio.Future[RecordMetadata]) -> None:
-        exc = fut.exception()
-        if exc is None:
-            self.sent += 1
-        else:
-            self.error(line, f"not delivered: {exc}")
-
-    @property
-    def done(self) -> int:
+    def collect(self) -> int:
+        """Tally the finished deliveries at the head of ``pending``; return the total done."""
+        pending = self.pending
+        while pending and pending[0][1].done():
+            line, fut = pending.popleft()
+            exc = fut.exception()
+            if exc is None:
+                self.sent += 1
+            else:
+                self.error(line, f"not delivered: {exc}")
         return self.sent + self.failed
 
 
@@ -171,7 +181,7 @@ async def _produce(args: argparse.Namespace, bootstrap: str, source: IO[bytes]) 
         except KafkaTimeoutError as e:
             raise CliError(f"topic {args.topic!r} is not available: {e}") from e
         async with progress_bar(
-            f"producing to {args.topic}", None, lambda: outcome.done, enabled=not args.no_progress
+            f"producing to {args.topic}", None, outcome.collect, enabled=not args.no_progress
         ):
             try:
                 await _send_all(producer, args, source, common, outcome)
@@ -183,6 +193,7 @@ async def _produce(args: argparse.Namespace, bootstrap: str, source: IO[bytes]) 
                 if task is None or task.uncancel() > 0:
                     raise  # cancelled for another reason too
                 outcome.interrupted = True
+    outcome.collect()  # stop() resolved every future
     return outcome
 
 
@@ -216,10 +227,11 @@ async def _send_all(
         except (KafkaError, ValueError, TypeError) as e:
             outcome.error(number, f"not sent: {e}")
             continue
-        fut.add_done_callback(partial(outcome.delivered, number))
+        outcome.pending.append((number, fut))
         n += 1
         if n % _YIELD_EVERY == 0:
             await asyncio.sleep(0)
+            outcome.collect()
 
 
 async def _lines(source: IO[bytes]) -> AsyncIterator[tuple[int, bytes]]:

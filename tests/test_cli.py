@@ -9,6 +9,7 @@ import importlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tomllib
@@ -363,3 +364,12 @@ def test_console_script_entry_point(capsys: pytest.CaptureFixture[str]) -> None:
     assert exc.value.code == 0
     assert capsys.readouterr().out.startswith("aiokafka-lite ")
     assert main(["topics", "list", "-b", "127.0.0.1:1", "--timeout-ms", "500"]) == 2
+
+
+def test_broker_on_a_taken_port_says_so() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        proc = cli("broker", "--port", str(port), timeout=30)
+    assert proc.returncode == 2
+    assert f"127.0.0.1:{port} is already accepting connections" in proc.stderr
+    assert proc.stdout == ""  # no address printed for a broker that is not there

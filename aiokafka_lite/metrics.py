@@ -44,6 +44,9 @@ METRIC_DOCS: dict[str, str] = {
     "request-latency-avg": "average ms from a Produce request to its response",
     "request-latency-max": "longest ms from a Produce request to its response",
     "requests-in-flight": "Produce requests sent and not answered yet",
+    "produce-throttle-time-avg": "average ms brokers asked us to hold back (quotas)",
+    "produce-throttle-time-max": "longest ms a broker asked us to hold back",
+    "metadata-age": "seconds since the cluster metadata was last refreshed",
     "record-queue-time-avg": "average ms a batch waited in the buffer before it was sent",
     "record-queue-time-max": "longest ms a batch waited in the buffer",
     "buffer-total-bytes": "buffer_memory",
@@ -118,6 +121,7 @@ class ProducerMetrics:
         self.records_per_request = Windowed(now=now)
         self.request_latency = Windowed(now=now)  # ms
         self.queue_time = Windowed(now=now)  # ms, per batch
+        self.throttle_time = Windowed(now=now)  # ms, per response
         self.buffer_wait = Windowed(now=now)  # s
         self.buffer_wait_ns_total = 0
         self.requests_in_flight = 0
@@ -140,6 +144,9 @@ class ProducerMetrics:
     def request_done(self, sent_at: float, now: float) -> None:
         self.requests_in_flight -= 1
         self.request_latency.record((now - sent_at) * 1000, now)
+
+    def throttled(self, throttle_ms: int, now: float) -> None:
+        self.throttle_time.record(throttle_ms, now)
 
     def retried(self, records: int, now: float) -> None:
         self.records_retried.record(records, now)
@@ -171,6 +178,8 @@ class ProducerMetrics:
             "request-latency-avg": self.request_latency.avg(now),
             "request-latency-max": self.request_latency.max(now),
             "requests-in-flight": self.requests_in_flight,
+            "produce-throttle-time-avg": self.throttle_time.avg(now),
+            "produce-throttle-time-max": self.throttle_time.max(now),
             "record-queue-time-avg": self.queue_time.avg(now),
             "record-queue-time-max": self.queue_time.max(now),
             "bufferpool-wait-ratio": self.buffer_wait.rate(now),

@@ -258,6 +258,7 @@ class AIOKafkaProducer(Generic[K, V]):
                 "buffer-total-bytes": acc.limit,
                 "buffer-available-bytes": acc.limit - acc.used,
                 "waiting-threads": acc.waiting_for_memory,
+                "metadata-age": time.monotonic() - self._metadata.last_success,
             }
         )
         return snapshot

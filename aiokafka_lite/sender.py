@@ -281,6 +281,7 @@ class Sender:
         node_id: int,
         now: float,
     ) -> None:
+        self.metrics.throttled(response.throttle_time_ms, now)
         # KIP-951: leaders named in partition errors come with their addresses.
         endpoints = {
             e.node_id: Node(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints

@@ -80,6 +80,8 @@ async def test_metrics_after_known_amounts(bootstrap: str, topic_factory: TopicF
     assert m["requests-in-flight"] == 0
     assert m["buffer-available-bytes"] == m["buffer-total-bytes"] == 32 * 1024 * 1024
     assert m["bufferpool-wait-time-ns-total"] == 0 and m["waiting-threads"] == 0
+    assert m["produce-throttle-time-avg"] == m["produce-throttle-time-max"] == 0  # no quotas
+    assert 0 <= m["metadata-age"] <= after_snapshot - before_start
     assert len(read_all_confluent(bootstrap, topic, n)) == n
 
 

@@ -8,14 +8,15 @@ and the producer's metrics as observable instruments. Needs the ``otel`` extra
     instrument(producer)          # global tracer/meter providers and propagator
     await producer.start()
 
-Tracing: every ``send()`` (and so ``send_and_wait``/``send_many``) starts a PRODUCER
+Tracing: every ``send()`` (and so ``send_and_wait``) starts a PRODUCER
 span ``send <topic>``, a child of the caller's current span, with the messaging semantic
 conventions' attributes (``messaging.system=kafka``, ``messaging.operation.type=send``,
 ``messaging.destination.name``, and on delivery ``messaging.destination.partition.id`` and
 ``messaging.kafka.offset``). The span's context is injected into the record's headers
 through the configured propagator (by default W3C ``traceparent``, plus ``baggage`` if
 set), so a consumer continues the trace. The span ends when the record is delivered, or
-with an ERROR status and the exception recorded when it fails.
+with an ERROR status and the exception recorded when it fails. The bulk paths
+(``send_many``, ``send_batch``) are not traced per record.
 
 This wraps ``send`` on the producer instance rather than being a
 :class:`~aiokafka_lite.interceptors.ProducerInterceptor`: an interceptor's

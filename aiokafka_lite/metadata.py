@@ -11,9 +11,12 @@ what, and ``send()`` awaits the version bump on an ``asyncio.Condition``.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 from .cluster import Cluster, Node, PartitionInfo
+
+log = logging.getLogger("aiokafka_lite.metadata")
 
 __all__ = ["Metadata"]
 
@@ -81,6 +84,7 @@ class Metadata:
         self.cluster = cluster
         self.partitions_by_topic = cluster.partitions_by_topic
         self.version += 1
+        log.debug("metadata version %s: %r", self.version, cluster)
         self.last_success = now
         self.last_error = None
         # Topics we asked for that came back without partitions (not created
@@ -101,6 +105,7 @@ class Metadata:
             return False
         if node is None and leader not in self.cluster.nodes:
             return False
+        log.debug("%s[%s]: leader is now node %s (epoch %s)", topic, partition, leader, epoch)
         self.cluster = self.cluster.with_leader(topic, partition, leader, epoch, node)
         self.partitions_by_topic = self.cluster.partitions_by_topic
         self.version += 1

@@ -170,6 +170,7 @@ class AIOKafkaProducer(Generic[K, V]):
             max_request_size=cfg.max_request_size,
         )
         self._sender = Sender(cfg, self._client, self._acc, self._on_fatal)
+        self._acc.on_wait = self._sender.metrics.waited_for_buffer
         try:
             await self._client.bootstrap(cfg.request_timeout_ms / 1000)
             if self._sender.transactions is not None:
@@ -332,21 +333,27 @@ class AIOKafkaProducer(Generic[K, V]):
             log.warning("could not abort the open transaction on stop(): %s", e)
 
     def metrics(self) -> dict[str, float]:
-        """A snapshot of counters, named as Java's producer metrics where one exists."""
+        """A snapshot of the producer's metrics, under Java's names (see
+        :data:`aiokafka_lite.metrics.METRIC_DOCS`): rates, averages and maxima over the
+        last 30 s, totals since start. Empty before :meth:`start`."""
         if self._state == _NEW:
             return {}
         sender, acc = self._sender, self._acc
-        return {
-            "request-total": sender.requests_sent,
-            "batch-total": sender.batches_sent,
-            "record-send-total": sender.records_sent,
-            "record-retry-total": sender.records_retried,
-            "record-error-total": sender.records_failed,
-            "records-per-request-avg": sender.records_sent / max(1, sender.requests_sent),
-            "buffer-total-bytes": acc.limit,
-            "buffer-available-bytes": acc.limit - acc.used,
-            "waiting-threads": acc.waiting_for_memory,
-        }
+        snapshot = sender.metrics.snapshot()
+        snapshot.update(
+            {
+                "request-total": sender.requests_sent,
+                "batch-total": sender.batches_sent,
+                "record-send-total": sender.records_sent,
+                "record-retry-total": sender.records_retried,
+                "record-error-total": sender.records_failed,
+                "buffer-total-bytes": acc.limit,
+                "buffer-available-bytes": acc.limit - acc.used,
+                "waiting-threads": acc.waiting_for_memory,
+                "metadata-age": time.monotonic() - self._metadata.last_success,
+            }
+        )
+        return snapshot
 
     # -- sending -------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from .errors import (
     error_from_response,
 )
 from .idempotence import IdempotenceState
+from .metrics import ProducerMetrics
 from .protocol.messages import (
     InitProducerIdRequest,
     InitProducerIdResponse,
@@ -101,6 +102,7 @@ class Sender:
         self.records_sent = 0
         self.records_retried = 0
         self.records_failed = 0
+        self.metrics = ProducerMetrics()
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -235,8 +237,10 @@ class Sender:
                     base_sequence=batch.base_sequence,
                     transactional=self._txn is not None,
                 )
-            if compressing and batch.attempts == 0:
-                self._acc.observe_compression(topic, raw, len(records))
+            if batch.attempts == 0:
+                if compressing:
+                    self._acc.observe_compression(topic, raw, len(records))
+                self.metrics.batch_sent(batch.count, raw, len(records), now - batch.created, now)
             by_topic.setdefault(topic, []).append(PartitionProduceData(partition, records))
             by_tp[batch.queue.tp] = batch
             self._in_flight.add(batch)
@@ -252,18 +256,22 @@ class Sender:
             for batch in batches:
                 self._retry_or_fail(batch, e, now)
             return
+        record_count = sum(b.count for b in batches)
         self.requests_sent += 1
         self.batches_sent += len(batches)
-        self.records_sent += sum(b.count for b in batches)
-        fut.add_done_callback(partial(self._on_response, by_tp, conn.node_id))
+        self.records_sent += record_count
+        self.metrics.request_sent(record_count, now)
+        fut.add_done_callback(partial(self._on_response, by_tp, conn.node_id, now))
 
     def _on_response(
         self,
         batches: dict[tuple[str, int], ProducerBatch],
         node_id: int,
+        sent_at: float,
         fut: asyncio.Future[ProduceResponse | None],
     ) -> None:
         now = time.monotonic()
+        self.metrics.request_done(sent_at, now)
         if fut.cancelled():
             exc: BaseException | None = KafkaConnectionError(
                 f"request to node {node_id} was cancelled"
@@ -292,6 +300,7 @@ class Sender:
         node_id: int,
         now: float,
     ) -> None:
+        self.metrics.throttled(response.throttle_time_ms, now)
         # KIP-951: leaders named in partition errors come with their addresses.
         endpoints = {
             e.node_id: Node(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints
@@ -477,6 +486,7 @@ class Sender:
         self._acc.fail_waiters(error)
         for batch in self._acc.abort_undrained(error):
             self.records_failed += batch.count
+            self.metrics.failed(batch.count, time.monotonic())
         self._on_fatal(error)
 
     def _abort_queued(self, error: KafkaError) -> None:
@@ -501,6 +511,7 @@ class Sender:
             log.debug("retrying %r after %s", batch, error)
             self._in_flight.discard(batch)
             self.records_retried += batch.count
+            self.metrics.retried(batch.count, now)
             delay = backoff_delay(
                 self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, batch.attempts + 1
             )
@@ -566,6 +577,7 @@ class Sender:
         if self._txn is not None:
             self._txn.batch_failed(error)
         self.records_failed += batch.count
+        self.metrics.failed(batch.count, time.monotonic())
         batch.fail(error)
         q = batch.queue
         if self._config.fail_partition_on_error and q.aborted is None and self._running:

@@ -1,0 +1,73 @@
+"""The ``aiokafka-lite`` command line: ``produce``, ``perf``, ``topics`` and ``broker``.
+
+Argument parsing is the standard library's ``argparse`` (no dependency, subcommands,
+``--help`` for free); progress bars and tables come from ``rich``, installed with the
+``cli`` extra. Each subcommand lives in its own module and returns the process exit code:
+
+* 0: everything was sent (or done);
+* 1: some records failed (delivery errors, malformed input lines);
+* 2: nothing could be done: bad usage, an unreadable file, an unknown topic, no cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from .._version import __version__
+from . import broker, perf, produce, topics
+from ._common import EXIT_INTERRUPTED, EXIT_USAGE, CliError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aiokafka-lite",
+        description="Produce to Kafka, measure producer throughput, manage topics, "
+        "or run an embedded broker.",
+        epilog="exit codes: 0 all done; 1 some records failed; 2 nothing done (usage, "
+        "unreadable input, unknown topic, no cluster); 130 interrupted",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log the library's loggers (aiokafka_lite.*) to stderr; -vv for DEBUG",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    produce.add_parser(sub)
+    perf.add_parser(sub)
+    topics.add_parser(sub)
+    broker.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(
+            level=logging.DEBUG if args.verbose > 1 else logging.INFO,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            stream=sys.stderr,
+        )
+    try:
+        if args.command == "broker":
+            return broker.run(args)
+        code: int = asyncio.run(args.handler(args))
+        return code
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except ImportError as e:  # an optional extra is missing
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE

@@ -1,0 +1,166 @@
+"""What the subcommands share: exit codes, option parsing, the embedded broker, rich."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import sys
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import Any
+
+from ..admin import NewTopic, create_topics, describe_topics
+from ..config import ProducerConfig
+from ..errors import KafkaError
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # some records failed
+EXIT_USAGE = 2  # nothing could be done (argparse uses 2 for usage errors too)
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+
+_RICH_HINT = 'the command line needs rich: pip install "aiokafka-lite[cli]"'
+
+
+class CliError(Exception):
+    """An error to print as one line, exiting with ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def rich_module(name: str) -> ModuleType:
+    """Import ``rich.<name>``, or say which extra installs it."""
+    try:
+        return importlib.import_module(f"rich.{name}")
+    except ImportError as e:
+        raise ImportError(_RICH_HINT) from e
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type for ``k=v``."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def add_bootstrap(parser: argparse.ArgumentParser, *, embedded: bool) -> None:
+    help_text = "host:port[,host:port...] of the cluster"
+    if embedded:
+        help_text += "; without it an embedded broker is started for this run"
+    parser.add_argument("-b", "--bootstrap-server", metavar="SERVERS", help=help_text)
+
+
+def add_producer_options(parser: argparse.ArgumentParser) -> None:
+    """Options that map onto ProducerConfig (``--producer-property`` for any other)."""
+    group = parser.add_argument_group("producer options")
+    group.add_argument("--acks", choices=["0", "1", "all", "-1"], help="default: all")
+    group.add_argument("--linger-ms", type=float, help="default: 5")
+    group.add_argument("--batch-size", type=int, help="bytes; default: 16384")
+    group.add_argument(
+        "--compression-type",
+        choices=["none", "gzip", "snappy", "lz4", "zstd"],
+        help="default: none",
+    )
+    group.add_argument(
+        "--max-block-ms",
+        type=int,
+        default=10_000,
+        help="longest wait for a topic's metadata or for buffer space (default: 10000, "
+        "shorter than the library's 60000 so that a wrong topic fails quickly)",
+    )
+    group.add_argument(
+        "--producer-property",
+        "-X",
+        dest="producer_properties",
+        action="append",
+        type=key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="any producer option, by our name or Java's/librdkafka's dotted name "
+        "(e.g. -X enable.idempotence=false); repeatable",
+    )
+
+
+def producer_options(args: argparse.Namespace, bootstrap: str, **extra: Any) -> dict[str, Any]:
+    """The producer keyword arguments the options describe (checked: a bad one is a
+    CliError naming it)."""
+    options: dict[str, Any] = {"bootstrap_servers": bootstrap, "max_block_ms": args.max_block_ms}
+    if args.acks is not None:
+        options["acks"] = "all" if args.acks == "all" else int(args.acks)
+    for name in ("linger_ms", "batch_size", "compression_type"):
+        value = getattr(args, name)
+        if value is not None:
+            options[name] = value
+    options.update(extra)
+    for key, value in args.producer_properties:
+        name = key.replace(".", "_")
+        options.pop(name, None)  # an explicit property wins over the option above
+        options[key] = value if "." in key else _guess_type(value)
+    try:
+        ProducerConfig.from_kwargs(**options)
+    except (KafkaError, ValueError, TypeError) as e:
+        raise CliError(f"bad producer option: {e}") from e
+    return options
+
+
+def _guess_type(value: str) -> Any:
+    # Underscore names take typed values; property strings are converted as a file would be.
+    if value.lstrip("-").isdigit():
+        return int(value)
+    if value in ("true", "false"):
+        return value == "true"
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def say(message: str) -> None:
+    """A status line on stderr (stdout is kept for results)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.asynccontextmanager
+async def cluster(
+    bootstrap: str | None, topic: str | None = None, partitions: int = 1
+) -> AsyncIterator[str]:
+    """Yield the bootstrap address: the given one, or an embedded broker's for this run.
+
+    On an embedded broker, ``topic`` is created first (with ``partitions``).
+    """
+    if bootstrap is not None:
+        yield bootstrap
+        return
+    from ..embedded import EmbeddedBroker  # the broker extra is optional
+
+    broker = EmbeddedBroker()
+    await broker.astart()
+    try:
+        say(f"started an embedded broker at {broker.bootstrap_servers}")
+        if topic is not None:
+            await create_topics(
+                broker.bootstrap_servers, [NewTopic(topic, num_partitions=partitions)]
+            )
+        yield broker.bootstrap_servers
+    finally:
+        await broker.astop()
+
+
+async def require_topic(bootstrap: str, topic: str, timeout_ms: int) -> None:
+    """Fail at once, naming the topic, when it does not exist (auto-creation is off)."""
+    try:
+        _, found = await describe_topics(bootstrap, [topic], timeout_ms=timeout_ms)
+    except KafkaError as e:
+        raise CliError(f"cannot reach the cluster at {bootstrap}: {e}") from e
+    for t in found:
+        if t.name == topic and t.error is None and t.partitions:
+            return
+        if t.name == topic and t.error not in (None, "UNKNOWN_TOPIC_OR_PARTITION"):
+            raise CliError(f"topic {topic!r} is not available on {bootstrap}: {t.error}")
+    raise CliError(
+        f"topic {topic!r} does not exist on {bootstrap} and auto-creation is off "
+        "(create it with: aiokafka-lite topics create)"
+    )

@@ -1,0 +1,48 @@
+"""``broker``: the embedded Tansu broker in the foreground, until Ctrl-C (or SIGTERM)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+from ._common import EXIT_OK, CliError, say
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("broker", help="run an embedded (in-memory) broker for local development")
+    p.add_argument("--host", default="127.0.0.1", help="listen address (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, help="listen port (default: a free one)")
+    p.add_argument("--log-file", help="append the broker's own log here")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..embedded import EmbeddedBroker  # the broker extra is optional
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    broker = EmbeddedBroker(port=args.port, host=args.host, log_path=args.log_file)
+    try:
+        try:
+            broker.start()
+        except RuntimeError as e:
+            raise CliError(str(e)) from e
+        # The one line on stdout: scripts read the address from it.
+        print(broker.bootstrap_servers, flush=True)
+        say("(in-memory storage; Ctrl-C stops it)")
+        while not stop.wait(0.5):
+            if not broker.is_running:
+                raise CliError("the broker exited on its own", 1)
+    finally:
+        broker.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return EXIT_OK

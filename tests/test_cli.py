@@ -1,0 +1,375 @@
+"""The command line, run as a user runs it: ``python -m aiokafka_lite`` in a subprocess.
+
+What was produced is read back with confluent-kafka (tests/readers.py), never our decoder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tomllib
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer as CkProducer
+from confluent_kafka.admin import AdminClient
+from conftest import TopicFactory
+from readers import read_all_confluent
+
+from aiokafka_lite.cli.produce import MalformedLineError, parse_json_line
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+
+
+def cli(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 60
+):
+    return subprocess.run(
+        [sys.executable, "-m", "aiokafka_lite", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env or ENV,
+        timeout=timeout,
+        cwd=REPO_ROOT,
+    )
+
+
+def topic_names(bootstrap: str) -> set[str]:
+    # list_topics() without a name asks for all topics: it never auto-creates one.
+    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics)
+
+
+# -- produce ---------------------------------------------------------------------------
+
+
+def test_produce_lines_with_keys_and_headers_from_stdin(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    lines = "".join(f"user-{i}:payload {i}\n" for i in range(500))
+    proc = cli(
+        "produce", topic, "-b", bootstrap, "--key-separator", ":",
+        "-H", "source=cli", "-H", "run=1", "--no-progress", stdin=lines,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "500 record(s) sent" in proc.stderr
+    records = read_all_confluent(bootstrap, topic, 500)
+    assert [(r.key, r.value) for r in records] == [
+        (f"user-{i}".encode(), f"payload {i}".encode()) for i in range(500)
+    ]
+    assert all(r.headers == [("source", b"cli"), ("run", b"1")] for r in records)
+
+
+def test_produce_json_file_reports_malformed_lines_and_sends_the_rest(
+    bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    topic = topic_factory(2)
+    lines = [
+        json.dumps({"key": "a", "value": "first", "headers": {"h": "1"}}),
+        json.dumps({"value": {"nested": [1, 2]}, "partition": 1}),
+        '{"value": "broken',  # line 3: not JSON
+        json.dumps({"value": "x", "vlaue": "typo"}),  # line 4: unknown field
+        "",  # blank: skipped
+        json.dumps({"key": None, "value": None, "headers": [["k", None]], "timestamp": 1234}),
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    proc = cli("produce", topic, "-b", bootstrap, "--format", "json", "-f", str(path))
+    assert proc.returncode == 1, proc.stderr
+    assert "3 record(s) sent" in proc.stderr and "2 failed" in proc.stderr
+    assert "line 3: malformed: invalid JSON" in proc.stderr
+    assert "line 4: malformed: unknown field(s) ['vlaue']" in proc.stderr
+    records = read_all_confluent(bootstrap, topic, 3)
+    by_value = {r.value: r for r in records}
+    assert set(by_value) == {b"first", b'{"nested":[1,2]}', None}
+    assert by_value[b"first"].key == b"a" and by_value[b"first"].headers == [("h", b"1")]
+    assert by_value[b'{"nested":[1,2]}'].partition == 1
+    tombstone = by_value[None]
+    assert tombstone.key is None and tombstone.timestamp == 1234
+    assert tombstone.headers == [("k", None)]
+
+
+def test_produce_line_without_key_separator_is_reported(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    proc = cli(
+        "produce", topic, "-b", bootstrap, "--key-separator", "\t", "--no-progress",
+        stdin="k1\tv1\nno separator here\nk3\tv3\n",
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "line 2: malformed: no key separator" in proc.stderr
+    assert [(r.key, r.value) for r in read_all_confluent(bootstrap, topic, 2)] == [
+        (b"k1", b"v1"),
+        (b"k3", b"v3"),
+    ]
+
+
+def test_produce_unreadable_file_is_a_clear_error(bootstrap: str, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.txt"
+    proc = cli("produce", "whatever", "-b", bootstrap, "-f", str(missing))
+    assert proc.returncode == 2
+    assert f"cannot read {str(missing)!r}: No such file or directory" in proc.stderr
+    directory = cli("produce", "whatever", "-b", bootstrap, "-f", str(tmp_path))
+    assert directory.returncode == 2 and "cannot read" in directory.stderr
+
+
+def test_produce_to_unknown_topic_with_auto_create_off_fails_fast(bootstrap: str) -> None:
+    topic = f"missing-{uuid.uuid4().hex}"
+    proc = cli(
+        "produce", topic, "-b", bootstrap, "--no-auto-create", "--max-block-ms", "3000",
+        stdin="a\nb\n", timeout=30,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert f"topic {topic!r} does not exist" in proc.stderr
+    assert "auto-creation is off" in proc.stderr
+    assert topic not in topic_names(bootstrap)
+
+
+def test_unknown_topic_wait_is_bounded_by_max_block_ms(bootstrap: str) -> None:
+    # Without the up-front check, the producer itself waits for the topic's metadata;
+    # with auto-creation off it never comes, and --max-block-ms ends the wait.
+    topic = f"missing-{uuid.uuid4().hex}"
+    proc = cli(
+        "produce", topic, "-b", bootstrap, "-X", "allow_auto_create_topics=false",
+        "--max-block-ms", "1000", stdin="a\n", timeout=30,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert f"topic {topic!r} is not available" in proc.stderr
+    assert "after 1000 ms (max_block_ms)" in proc.stderr
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in proc.stderr
+    assert topic not in topic_names(bootstrap)
+
+
+def test_produce_record_refused_by_the_producer_makes_the_exit_code_non_zero(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    # Valid JSON, but partition 5 of a 1-partition topic: send() refuses it.
+    topic = topic_factory(1)
+    proc = cli(
+        "produce", topic, "-b", bootstrap, "--format", "json", "--no-progress",
+        stdin=json.dumps({"value": "ok", "partition": 5}) + "\n",
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "line 1: not sent: partition 5 is out of range" in proc.stderr
+
+
+def test_json_line_parsing() -> None:
+    record = parse_json_line(b'{"key": 7, "value": "v", "headers": {"a": "b"}}')
+    assert record is not None
+    assert (record.key, record.value, record.headers) == (b"7", b"v", [("a", b"b")])
+    assert parse_json_line(b"   ") is None
+    for bad, why in (
+        (b"[1, 2]", "expected a JSON object"),
+        (b'{"partition": -1}', "partition must be a non-negative integer"),
+        (b'{"headers": "x"}', "headers must be"),
+        (b'{"headers": {"a": 1}}', "key and value must be strings"),
+    ):
+        with pytest.raises(MalformedLineError, match=why):
+            parse_json_line(bad)
+
+
+# -- perf ------------------------------------------------------------------------------
+
+
+def test_perf_against_a_cluster_reports_every_record(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(3)
+    proc = cli(
+        "perf", "-b", bootstrap, "--topic", topic, "--num-records", "3000",
+        "--record-size", "64", "--acks", "1", "--linger-ms", "2", "--batch-size", "8192",
+        "--compression-type", "lz4", "-X", "enable.idempotence=false", "--json",
+        "--no-progress", "--print-metrics",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["records"] == 3000 and result["failed"] == 0
+    lat = [result[f"latency_{k}_ms"] for k in ("p50", "p95", "p99", "max")]
+    assert lat == sorted(lat) and lat[0] > 0
+    assert result["records_per_sec"] > 0 and result["mb_per_sec"] > 0
+    metrics = result["metrics"]
+    assert metrics["record-send-total"] == 3000 and metrics["record-error-total"] == 0
+    assert 0 < metrics["compression-rate-avg"] < 1  # lz4 on 26 letters
+    records = read_all_confluent(bootstrap, topic, 3000)
+    assert len(records) == 3000
+    assert {len(r.value or b"") for r in records} == {64}
+    assert all((r.value or b"").isupper() for r in records)
+
+
+def test_perf_throughput_cap_and_table(bootstrap: str, topic_factory: TopicFactory) -> None:
+    topic = topic_factory(1)
+    proc = cli(
+        "perf", "-b", bootstrap, "--topic", topic, "--num-records", "200",
+        "--record-size", "10", "--throughput", "400",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "rec/s" in proc.stdout and "p99 ms" in proc.stdout
+    # 200 records at 400/s take about half a second: the cap held them back.
+    assert len(read_all_confluent(bootstrap, topic, 200)) == 200
+
+
+def test_perf_starts_its_own_broker_without_bootstrap() -> None:
+    proc = cli("perf", "--num-records", "2000", "--record-size", "100", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "started an embedded broker at 127.0.0.1:" in proc.stderr
+    assert json.loads(proc.stdout)["records"] == 2000
+
+
+def test_perf_bad_producer_property_names_it(bootstrap: str) -> None:
+    proc = cli("perf", "-b", bootstrap, "--num-records", "1", "--record-size", "1",
+               "-X", "linger.msec=5")  # fmt: skip
+    assert proc.returncode == 2
+    assert "unknown producer option 'linger.msec'" in proc.stderr
+    assert "linger_ms" in proc.stderr  # the suggestion
+
+
+def test_missing_rich_says_which_extra_to_install(bootstrap: str, tmp_path: Path) -> None:
+    # A stand-in 'rich' package that fails to import, placed first on the path: the
+    # real one is installed here, so this is the only way to see the message.
+    (tmp_path / "rich").mkdir()
+    (tmp_path / "rich" / "__init__.py").write_text("raise ImportError('no rich here')\n")
+    env = {**ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
+    proc = cli("perf", "-b", bootstrap, "--num-records", "1", "--record-size", "1", env=env)
+    assert proc.returncode == 2
+    assert 'pip install "aiokafka-lite[cli]"' in proc.stderr
+
+
+# -- topics ----------------------------------------------------------------------------
+
+
+def test_topics_create_list_describe(bootstrap: str) -> None:
+    topic = f"cli-{uuid.uuid4().hex}"
+    created = cli("topics", "create", topic, "-b", bootstrap, "--partitions", "3")
+    assert created.returncode == 0, created.stderr
+    listed = cli("topics", "list", "-b", bootstrap)
+    assert f"{topic}\t3" in listed.stdout.splitlines()
+    described = cli("topics", "describe", topic, "-b", bootstrap)
+    assert described.returncode == 0, described.stderr
+    rows = [line for line in described.stdout.splitlines() if topic in line]
+    assert len(rows) == 3
+    port = bootstrap.rsplit(":", 1)[1]
+    assert all(f"111 (127.0.0.1:{port})" in row for row in rows)  # Tansu's node id
+    again = cli("topics", "create", topic, "-b", bootstrap)
+    assert again.returncode == 1 and "TOPIC_ALREADY_EXISTS" in again.stderr
+    assert cli("topics", "create", topic, "-b", bootstrap, "--if-not-exists").returncode == 0
+
+
+def test_topics_describe_unknown_topic_does_not_create_it(bootstrap: str) -> None:
+    topic = f"absent-{uuid.uuid4().hex}"
+    proc = cli("topics", "describe", topic, "-b", bootstrap)
+    assert proc.returncode == 1
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in proc.stdout
+    assert topic not in topic_names(bootstrap)
+
+
+def test_topics_unreachable_cluster_is_a_clear_error() -> None:
+    proc = cli("topics", "list", "-b", "127.0.0.1:1", "--timeout-ms", "2000")
+    assert proc.returncode == 2
+    assert "127.0.0.1:1" in proc.stderr
+
+
+# -- broker ----------------------------------------------------------------------------
+
+
+def test_broker_runs_in_the_foreground_until_ctrl_c() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiokafka_lite", "broker"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        assert proc.stdout is not None
+        address = proc.stdout.readline().strip()
+        assert address.startswith("127.0.0.1:")
+        producer = CkProducer({"bootstrap.servers": address})
+        producer.produce("dev", b"hello")
+        assert producer.flush(10) == 0
+        assert [r.value for r in read_all_confluent(address, "dev", 1)] == [b"hello"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_produce_delivery_errors_are_counted_and_shown() -> None:
+    # A broker refusing the records (non-retriable INVALID_RECORD) is a situation Tansu
+    # cannot be made to produce; librdkafka's mock cluster injects it (see mockcluster.py).
+    from mockcluster import MockCluster
+
+    with MockCluster(brokers=1) as mock:
+        mock.create_topic("refused", 1)
+        mock.push_errors(0, [87] * 5)  # Produce -> INVALID_RECORD, for the next 5 requests
+        proc = cli(
+            "produce", "refused", "-b", mock.bootstrap_servers, "--no-progress",
+            "--linger-ms", "50", stdin="a\nb\nc\n",
+        )  # fmt: skip
+    assert proc.returncode == 1
+    assert "0 record(s) sent to refused, 3 failed" in proc.stderr
+    assert "line 1: not delivered: INVALID_RECORD (87)" in proc.stderr
+
+
+def test_produce_ctrl_c_while_waiting_for_input(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    # stdin stays open (as a terminal would): Ctrl-C must not hang on the blocked read,
+    # and what was already read is delivered and summarized.
+    topic = topic_factory(1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiokafka_lite", "produce", topic, "-b", bootstrap],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+        cwd=REPO_ROOT,
+    )
+    try:
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(b"one\ntwo\nthree\n")
+        proc.stdin.flush()
+        assert [r.value for r in read_all_confluent(bootstrap, topic, 3)] == [
+            b"one",
+            b"two",
+            b"three",
+        ]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 130
+        err = proc.stderr.read().decode()
+        assert "interrupted" in err and "3 record(s) sent" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_console_script_entry_point(capsys: pytest.CaptureFixture[str]) -> None:
+    # `pip install` makes `aiokafka-lite` call this function and exit with its result.
+    scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, func = scripts["aiokafka-lite"].partition(":")
+    main = getattr(importlib.import_module(module), func)
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith("aiokafka-lite ")
+    assert main(["topics", "list", "-b", "127.0.0.1:1", "--timeout-ms", "500"]) == 2
+
+
+def test_broker_on_a_taken_port_says_so() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        proc = cli("broker", "--port", str(port), timeout=30)
+    assert proc.returncode == 2
+    assert f"127.0.0.1:{port} is already accepting connections" in proc.stderr
+    assert proc.stdout == ""  # no address printed for a broker that is not there

@@ -23,6 +23,7 @@ from .client import NetworkClient
 from .compression import Compressor, get_codec
 from .config import ProducerConfig
 from .errors import (
+    AuthenticationFailedError,
     BufferFullError,
     IllegalStateError,
     KafkaError,
@@ -462,6 +463,8 @@ class AIOKafkaProducer(Generic[K, V]):
             parts = metadata.partitions_by_topic.get(topic)
             if parts is not None:
                 return parts
+            if isinstance(metadata.last_error, AuthenticationFailedError):
+                raise metadata.last_error
             code = metadata.cluster.topic_errors.get(topic)
             if code in _FATAL_TOPIC_ERRORS:
                 raise error_from_response(code, topic=topic)

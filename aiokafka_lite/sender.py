@@ -155,6 +155,8 @@ class Sender:
             self._wake = None
 
     def _run_once(self, now: float) -> float:
+        if self._client.auth_error is not None:
+            self._fail_unauthenticated()
         ready, delay, unknown_leader, expired = self._acc.ready(
             self._metadata.partitions_by_topic, now
         )
@@ -452,6 +454,17 @@ class Sender:
         for batch in self._acc.abort_undrained(error):
             self.records_failed += batch.count
         self._on_fatal(error)
+
+    def _fail_unauthenticated(self) -> None:
+        """Fail what is buffered at once: retrying with the same credentials cannot help.
+
+        Not fatal: the next records try again (a token provider may have a new token).
+        """
+        error, self._client.auth_error = self._client.auth_error, None
+        assert error is not None
+        self._acc.fail_waiters(error)
+        for batch in self._acc.abort_undrained(error):
+            self.records_failed += batch.count
 
     # -- outcomes ------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -145,11 +144,17 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         # msgspec's default repr would show passwords.
         return f"ProducerConfig({self.describe()})"
 
-    def __rich_repr__(self) -> Iterator[tuple[str, Any]]:
+    def __rich_repr__(self) -> list[tuple[str, Any]]:
         # msgspec's would hand rich (pretty printers, rich logging) the passwords.
-        for name in self.__struct_fields__:
-            value = getattr(self, name)
-            yield name, "[hidden]" if name in SECRET_FIELDS and value is not None else value
+        return [
+            (
+                name,
+                "[hidden]"
+                if name in SECRET_FIELDS and getattr(self, name) is not None
+                else getattr(self, name),
+            )
+            for name in self.__struct_fields__
+        ]
 
     def describe(self) -> str:
         """The effective configuration, one ``name=value`` per option, secrets masked."""

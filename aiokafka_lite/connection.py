@@ -171,17 +171,26 @@ class BrokerConnection(asyncio.Protocol):
         name = security.sasl_mechanism
         assert name is not None
         mechanism, token_expiry = await security.new_mechanism()
-        handshake: SaslHandshakeResponse = await self._send_now(
-            SaslHandshakeRequest(mechanism=name), self.version_for(SaslHandshakeRequest)
-        )
+        where = f"node {self.node_id} ({self.host}:{self.port})"
+        try:
+            handshake: SaslHandshakeResponse = await self._send_now(
+                SaslHandshakeRequest(mechanism=name), self.version_for(SaslHandshakeRequest)
+            )
+        except KafkaConnectionError as e:
+            # Some brokers (Tansu) close the connection instead of answering
+            # UNSUPPORTED_SASL_MECHANISM. Still retriable: it may be a plain outage.
+            raise KafkaConnectionError(
+                f"{where} closed the connection during the SASL {name} handshake "
+                f"(does it enable {name}?): {e}"
+            ) from None
         if handshake.error_code == UNSUPPORTED_SASL_MECHANISM:
             raise AuthenticationFailedError(
-                f"SASL {name}: broker node {self.node_id} does not enable this mechanism; it "
+                f"SASL {name}: broker {where} does not enable this mechanism; it "
                 f"offers {', '.join(handshake.mechanisms) or 'none'}"
             )
         if handshake.error_code:
             raise AuthenticationFailedError(
-                f"SASL {name}: SaslHandshake to node {self.node_id} failed with error code "
+                f"SASL {name}: SaslHandshake to {where} failed with error code "
                 f"{handshake.error_code}"
             )
         version = self.version_for(SaslAuthenticateRequest)
@@ -196,14 +205,15 @@ class BrokerConnection(asyncio.Protocol):
                 if isinstance(mechanism, OAuthBearer) and mechanism.server_error:
                     detail += f" ({mechanism.server_error})"
                 raise AuthenticationFailedError(
-                    f"SASL {name} authentication with node {self.node_id} failed: {detail}"
+                    f"SASL {name} authentication with {where} failed: {detail}"
                 )
             lifetime_ms = resp.session_lifetime_ms
             try:
                 message = mechanism.step(resp.auth_bytes)
             except SaslError as e:
+                # e names the mechanism and what the server said.
                 raise AuthenticationFailedError(
-                    f"SASL {name} authentication with node {self.node_id} failed: {e}"
+                    f"SASL authentication with {where} failed: {e}"
                 ) from None
         self.authentications += 1
         log.debug("node %s: authenticated with SASL %s", self.node_id, name)

@@ -380,6 +380,7 @@ class Sender:
         try:
             while self._running:
                 node_id = self._client.least_loaded_node(time.monotonic())
+                bump = False  # also when connect() itself fails (e.g. authentication)
                 try:
                     if node_id is None:
                         raise KafkaConnectionError("no broker is reachable")

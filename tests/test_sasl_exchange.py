@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from certs import make_server_certs
+from faultproxy import FaultProxy
 from scram_server import ScramServer
 from scripted_broker import CLOSE, ReceivedRequest, ScriptedBroker, answer
 
@@ -61,7 +65,9 @@ class SaslBroker:
         lifetime_ms: int = 0,
         metadata_delay: float = 0.0,
         leader_connection_fails: bool = False,
+        advertised_port: int | None = None,
     ) -> None:
+        self.advertised_port = advertised_port  # e.g. a TLS proxy's in front of this broker
         self.authenticate = authenticate
         self.mechanisms = mechanisms
         self.lifetime_ms = lifetime_ms
@@ -133,7 +139,11 @@ class SaslBroker:
     def metadata(self, req: ReceivedRequest) -> MetadataResponse:
         topics = req.decode().topics or []
         return MetadataResponse(
-            brokers=[MetadataResponseBroker(node_id=1, host="127.0.0.1", port=self.broker.port)],
+            brokers=[
+                MetadataResponseBroker(
+                    node_id=1, host="127.0.0.1", port=self.advertised_port or self.broker.port
+                )
+            ],
             controller_id=1,
             topics=[
                 MetadataResponseTopic(
@@ -467,3 +477,69 @@ async def test_token_provider_failure_is_an_authentication_error(
     with pytest.raises(AuthenticationFailedError, match=r"token provider failed.*unreachable"):
         async with asyncio.timeout(10):
             await producer.start()
+
+
+async def test_failed_reauthentication_fails_held_requests_and_closes(
+    started: Callable[[SaslBroker], Any],
+) -> None:
+    """The broker refuses the second token: what waited for re-authentication fails clearly."""
+
+    def authenticate(conn: int, data: bytes) -> tuple[int, str | None, bytes, bool]:
+        if b"token-1" in data:
+            return 0, None, b"", True
+        return 58, "token revoked", b"", True
+
+    script = await started(SaslBroker(authenticate, mechanisms=("OAUTHBEARER",), lifetime_ms=300))
+    config = ProducerConfig(
+        bootstrap_servers=script.broker.address,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=CountingProvider(),
+    )
+    conn = BrokerConnection(
+        -1,
+        "127.0.0.1",
+        script.broker.port,
+        client_id="t",
+        request_timeout_ms=5000,
+        security=Security(config),
+    )
+    try:
+        await conn.open(5)
+        with pytest.raises(AuthenticationFailedError, match="token revoked"):
+            async with asyncio.timeout(10):
+                while True:
+                    await conn.send(MetadataRequest(topics=[]))
+                    await asyncio.sleep(0.02)
+        assert conn.closed
+    finally:
+        conn.close()
+        await conn.wait_closed()
+    assert script.expired_requests == 0
+
+
+async def test_sasl_ssl_through_a_tls_front(
+    started: Callable[[SaslBroker], Any], tmp_path: Path
+) -> None:
+    """SASL inside TLS: the scripted broker behind a TLS-terminating proxy."""
+    certs = make_server_certs(tmp_path, hosts=("127.0.0.1",))
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(certs.cert_file, certs.key_file)
+    proxy = await FaultProxy("127.0.0.1", 0, ssl_context=server).start()
+    script = await started(
+        SaslBroker(accept_plain(b"\x00alice\x00" + PASSWORD.encode()), advertised_port=proxy.port)
+    )
+    proxy.target = ("127.0.0.1", script.broker.port)
+    try:
+        async with AIOKafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{proxy.port}",
+            security_protocol="SASL_SSL",
+            ssl_cafile=str(certs.ca_file),
+            sasl_plain_username="alice",
+            sasl_plain_password=PASSWORD,
+        ) as producer:
+            await producer.send_and_wait("t", b"v")
+    finally:
+        await proxy.stop()
+    assert proxy.connections == script.broker.connections >= 1
+    assert len(script.auth_bytes) == script.broker.connections

@@ -41,7 +41,7 @@ from .protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from .sasl import OAuthBearer, SaslError
+from .sasl import OAuthBearer, SaslError, SaslMechanism
 from .security import Security
 
 __all__ = ["BrokerConnection"]
@@ -172,6 +172,13 @@ class BrokerConnection(asyncio.Protocol):
         assert name is not None
         mechanism, token_expiry = await security.new_mechanism()
         where = f"node {self.node_id} ({self.host}:{self.port})"
+        await self._sasl_handshake(name, where)
+        lifetime_ms = await self._sasl_exchange(mechanism, where)
+        self.authentications += 1
+        log.debug("%s: authenticated with SASL %s", where, name)
+        self._schedule_reauth(lifetime_ms, token_expiry)
+
+    async def _sasl_handshake(self, name: str, where: str) -> None:
         try:
             handshake: SaslHandshakeResponse = await self._send_now(
                 SaslHandshakeRequest(mechanism=name), self.version_for(SaslHandshakeRequest)
@@ -193,6 +200,9 @@ class BrokerConnection(asyncio.Protocol):
                 f"SASL {name}: SaslHandshake to {where} failed with error code "
                 f"{handshake.error_code}"
             )
+
+    async def _sasl_exchange(self, mechanism: SaslMechanism, where: str) -> int:
+        """Carry the mechanism's messages in SaslAuthenticate; the session lifetime in ms."""
         version = self.version_for(SaslAuthenticateRequest)
         message: bytes | None = mechanism.start()
         lifetime_ms = 0
@@ -205,7 +215,7 @@ class BrokerConnection(asyncio.Protocol):
                 if isinstance(mechanism, OAuthBearer) and mechanism.server_error:
                     detail += f" ({mechanism.server_error})"
                 raise AuthenticationFailedError(
-                    f"SASL {name} authentication with {where} failed: {detail}"
+                    f"SASL {mechanism.name} authentication with {where} failed: {detail}"
                 )
             lifetime_ms = resp.session_lifetime_ms
             try:
@@ -215,9 +225,7 @@ class BrokerConnection(asyncio.Protocol):
                 raise AuthenticationFailedError(
                     f"SASL authentication with {where} failed: {e}"
                 ) from None
-        self.authentications += 1
-        log.debug("node %s: authenticated with SASL %s", self.node_id, name)
-        self._schedule_reauth(lifetime_ms, token_expiry)
+        return lifetime_ms
 
     def _schedule_reauth(self, lifetime_ms: int, token_expiry: float | None) -> None:
         # The broker closes a connection whose session expired (KIP-368), so

@@ -508,9 +508,8 @@ async def test_failed_reauthentication_fails_held_requests_and_closes(
         await conn.open(5)
         with pytest.raises(AuthenticationFailedError, match="token revoked"):
             async with asyncio.timeout(10):
-                while True:
+                while True:  # back to back, so the next request is always held
                     await conn.send(MetadataRequest(topics=[]))
-                    await asyncio.sleep(0.02)
         assert conn.closed
     finally:
         conn.close()

@@ -23,7 +23,7 @@ from .sasl import OAuthBearer, Plain, SaslMechanism, Scram
 if TYPE_CHECKING:
     from .config import ProducerConfig
 
-__all__ = ["OAuthToken", "Security", "build_ssl_context", "check_config"]
+__all__ = ["OAuthToken", "Security", "build_ssl_context", "check_config", "create_ssl_context"]
 
 _SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password")
 _SASL_CREDENTIALS = ("sasl_plain_username", "sasl_plain_password", "sasl_oauth_token_provider")
@@ -112,6 +112,22 @@ def build_ssl_context(cfg: ProducerConfig) -> ssl.SSLContext | None:
             raise ConfigError(
                 f"ssl_certfile/ssl_keyfile: cannot load {cfg.ssl_certfile!r}: {e}"
             ) from None
+    return context
+
+
+def create_ssl_context(
+    *,
+    cafile: str | None = None,
+    capath: str | None = None,
+    cadata: str | bytes | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    password: str | None = None,
+) -> ssl.SSLContext:
+    """aiokafka's ``aiokafka.helpers.create_ssl_context``: verifying, TLS 1.2 or newer."""
+    context = ssl.create_default_context(cafile=cafile, capath=capath, cadata=cadata)
+    if certfile is not None:
+        context.load_cert_chain(certfile, keyfile, password)
     return context
 
 

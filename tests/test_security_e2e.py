@@ -25,9 +25,10 @@ from certs import ServerCerts, make_server_certs
 from faultproxy import FaultProxy
 from readers import read_all_confluent
 
-from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import AuthenticationFailedError
+from aiokafka_lite.security import create_ssl_context
 
 PASSWORD = "correct-horse-battery-staple"
 
@@ -65,13 +66,12 @@ async def test_produce_over_tls_and_read_back_over_tls(
     tls_broker: tuple[ServerCerts, FaultProxy, str],
 ) -> None:
     certs, proxy, _ = tls_broker
-    topic = f"tls-{uuid.uuid4().hex}"  # auto-created by Tansu on first metadata request
+    topic = f"tls-{uuid.uuid4().hex}"
     tls_bootstrap = f"127.0.0.1:{proxy.port}"
-    async with AIOKafkaProducer(
-        bootstrap_servers=tls_bootstrap,
-        security_protocol="SSL",
-        ssl_cafile=str(certs.ca_file),
-    ) as producer:
+    tls = {"security_protocol": "SSL", "ssl_cafile": str(certs.ca_file)}
+    await create_topics(tls_bootstrap, [NewTopic(topic, 2)], **tls)
+    async with AIOKafkaProducer(bootstrap_servers=tls_bootstrap, **tls) as producer:
+        assert await producer.partitions_for(topic) == {0, 1}
         futures = [await producer.send(topic, f"v{i}".encode(), key=b"k") for i in range(50)]
         await producer.flush()
     assert all(f.done() and f.exception() is None for f in futures)
@@ -91,7 +91,7 @@ async def test_ssl_context_is_used_as_given(
     tls_broker: tuple[ServerCerts, FaultProxy, str],
 ) -> None:
     certs, proxy, _ = tls_broker
-    context = ssl.create_default_context(cafile=str(certs.ca_file))
+    context = create_ssl_context(cafile=str(certs.ca_file))  # aiokafka.helpers' helper
     async with AIOKafkaProducer(
         bootstrap_servers=f"127.0.0.1:{proxy.port}", security_protocol="SSL", ssl_context=context
     ) as producer:

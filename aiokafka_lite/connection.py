@@ -243,14 +243,20 @@ class BrokerConnection(asyncio.Protocol):
         )
 
     def _on_reauth_due(self) -> None:
+        # Only mark it: the next request starts re-authentication (as Java does),
+        # so an idle connection calls no token provider and still closes as idle.
         self._reauth_timer = None
-        if self._closed is not None:
-            return
-        self._reauth_pending = True
-        self._maybe_start_reauth()
+        if self._closed is None:
+            self._reauth_pending = True
+            self._maybe_start_reauth()
 
     def _maybe_start_reauth(self) -> None:
-        if self._reauth_pending and not self._in_flight and self._reauth_task is None:
+        if (
+            self._reauth_pending
+            and self._held
+            and not self._in_flight
+            and self._reauth_task is None
+        ):
             self._reauth_task = self._loop.create_task(
                 self._reauthenticate(), name=f"aiokafka_lite.reauth.{self.node_id}"
             )
@@ -360,6 +366,7 @@ class BrokerConnection(asyncio.Protocol):
         fut: asyncio.Future[Any] = self._loop.create_future()
         if self._reauth_pending:
             self._held.append((request, version, expect_response, fut))
+            self._maybe_start_reauth()
         else:
             self._write(request, version, expect_response, fut)
         return fut

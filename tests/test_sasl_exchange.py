@@ -542,3 +542,39 @@ async def test_sasl_ssl_through_a_tls_front(
         await proxy.stop()
     assert proxy.connections == script.broker.connections >= 1
     assert len(script.auth_bytes) == script.broker.connections
+
+
+async def test_idle_connection_reauthenticates_only_when_next_used(
+    started: Callable[[SaslBroker], Any],
+) -> None:
+    """Past the re-authentication point an idle connection waits; the next request
+    triggers it (no token is fetched for a connection nobody uses)."""
+    script = await started(SaslBroker(accept_bearer, mechanisms=("OAUTHBEARER",), lifetime_ms=200))
+    provider = CountingProvider()
+    config = ProducerConfig(
+        bootstrap_servers=script.broker.address,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=provider,
+    )
+    conn = BrokerConnection(
+        -1,
+        "127.0.0.1",
+        script.broker.port,
+        client_id="t",
+        request_timeout_ms=5000,
+        security=Security(config),
+    )
+    try:
+        await conn.open(5)
+        await asyncio.sleep(0.5)  # idle through two would-be re-authentications
+        assert provider.calls == 1
+        async with asyncio.timeout(5):
+            await conn.send(MetadataRequest(topics=[]))
+        assert provider.calls == 2
+    finally:
+        conn.close()
+        await conn.wait_closed()
+    sasl = [HANDSHAKE, AUTHENTICATE]
+    assert script.requests(0) == [API_VERSIONS, *sasl, *sasl, METADATA]
+    assert script.expired_requests == 0

@@ -578,3 +578,32 @@ async def test_idle_connection_reauthenticates_only_when_next_used(
     sasl = [HANDSHAKE, AUTHENTICATE]
     assert script.requests(0) == [API_VERSIONS, *sasl, *sasl, METADATA]
     assert script.expired_requests == 0
+
+
+async def test_producer_keeps_delivering_across_reauthentications(
+    started: Callable[[SaslBroker], Any],
+) -> None:
+    """The whole producer over a 800 ms session for 2.5 s: every record acknowledged,
+    no connection dropped or re-opened, the token provider asked again each time."""
+    script = await started(SaslBroker(accept_bearer, mechanisms=("OAUTHBEARER",), lifetime_ms=800))
+    provider = CountingProvider()
+    acknowledged = 0
+    async with AIOKafkaProducer(
+        bootstrap_servers=script.broker.address,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=provider,
+        linger_ms=0,
+    ) as producer:
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            async with asyncio.timeout(5):
+                batch = [await producer.send("t", b"v") for _ in range(5)]
+                await asyncio.gather(*batch)
+            acknowledged += len(batch)
+    assert acknowledged > 0
+    assert script.broker.connections == 2  # bootstrap, then the leader: never re-opened
+    assert script.expired_requests == 0
+    leader_auths = [conn for conn, _ in script.auth_bytes if conn == 1]
+    assert len(leader_auths) >= 3  # 2.5 s over an 800 ms session
+    assert provider.calls == len(script.auth_bytes)

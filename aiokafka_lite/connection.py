@@ -141,10 +141,17 @@ class BrokerConnection(asyncio.Protocol):
                 f"{e.verify_message or e}"
             ) from None
         except TimeoutError:
+            # A plaintext listener reads a TLS ClientHello as the start of a huge
+            # frame and waits for the rest: the handshake just never completes.
+            tls_hint = (
+                " (the TLS handshake did not complete: does this listener speak TLS?)"
+                if self._transport is None and self._security and self._security.ssl_context
+                else ""
+            )
             self.close(KafkaConnectionError(f"connecting to {self.host}:{self.port} timed out"))
             raise KafkaConnectionError(
                 f"connecting to node {self.node_id} at {self.host}:{self.port} timed out "
-                f"after {timeout:.1f}s"
+                f"after {timeout:.1f}s{tls_hint}"
             ) from None
         except OSError as e:
             self.close(KafkaConnectionError(str(e)))

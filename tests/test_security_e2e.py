@@ -27,7 +27,7 @@ from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
 from aiokafka_lite.embedded import EmbeddedBroker
-from aiokafka_lite.errors import AuthenticationFailedError
+from aiokafka_lite.errors import AuthenticationFailedError, KafkaConnectionError
 from aiokafka_lite.security import create_ssl_context
 
 PASSWORD = "correct-horse-battery-staple"
@@ -171,3 +171,18 @@ async def test_scram_rejected_by_an_authenticating_tansu_fails_fast(
     assert f"{mechanism}: server error: unknown-user" in message
     assert PASSWORD not in message
     assert PASSWORD not in caplog.text
+
+
+async def test_tls_client_against_a_plaintext_listener_says_so(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    certs = make_server_certs(tmp_path)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers,
+        security_protocol="SSL",
+        ssl_cafile=str(certs.ca_file),
+        socket_connection_setup_timeout_ms=1000,
+    )
+    with pytest.raises(KafkaConnectionError, match="does this listener speak TLS"):
+        async with asyncio.timeout(20):
+            await producer.start()

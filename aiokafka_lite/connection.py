@@ -311,15 +311,19 @@ class BrokerConnection(asyncio.Protocol):
             self._closed = reason or KafkaConnectionError(
                 f"connection to node {self.node_id} closed"
             )
-        if self._reauth_timer is not None:
-            self._reauth_timer.cancel()
-        if self._reauth_task is not None:
-            self._reauth_task.cancel()
+        self._stop_reauth()
         if self._transport is not None:
             self._transport.abort()
         elif not self._lost.done():
             self._lost.set_result(None)  # never connected: nothing will report the loss
         self._fail_all(self._closed)
+
+    def _stop_reauth(self) -> None:
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
+        if self._reauth_task is not None:
+            self._reauth_task.cancel()
 
     @property
     def closed(self) -> bool:
@@ -430,6 +434,7 @@ class BrokerConnection(asyncio.Protocol):
                 f"connection to node {self.node_id} ({self.host}:{self.port}) was lost"
                 + (f": {exc}" if exc else "")
             )
+        self._stop_reauth()
         self._fail_all(self._closed)
         if not self._lost.done():
             self._lost.set_result(None)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from certs import make_server_certs
 from faultproxy import FaultProxy
-from scram_server import ScramServer
+from scramp import ScramException, ScramMechanism
 from scripted_broker import CLOSE, ReceivedRequest, ScriptedBroker, answer
 
 from aiokafka_lite import AIOKafkaProducer
@@ -282,36 +282,68 @@ async def test_authentication_failure_fails_pending_sends_promptly(
                     await producer.send_and_wait("t", b"v")
 
 
-async def test_scram_exchange_with_a_scripted_scram_broker(
-    started: Callable[[SaslBroker], Any],
-) -> None:
-    server = ScramServer("sha512", {"alice": PASSWORD})
-    steps: dict[int, int] = {}
+def scram_broker(mechanism: str, password: str) -> AuthFn:
+    """Kafka's SCRAM over SaslAuthenticate, the server side played by scramp."""
+    scheme = ScramMechanism(mechanism)
+    info = scheme.make_auth_info(password, iteration_count=4096)
+    servers: dict[int, Any] = {}
 
     def authenticate(conn: int, data: bytes) -> tuple[int, str | None, bytes, bool]:
-        steps[conn] = steps.get(conn, 0) + 1
-        if steps[conn] == 1:
-            return 0, None, server.first(data), False
-        ok, final = server.final(data)
-        if not ok:
+        if conn not in servers:
+            servers[conn] = server = scheme.make_server(lambda user: info)
+            server.set_client_first(data.decode())
+            return 0, None, server.get_server_first().encode(), False
+        try:
+            servers[conn].set_client_final(data.decode())
+        except ScramException:
             return (
                 58,
-                "Authentication failed during authentication due to invalid credentials",
+                f"Authentication failed due to invalid credentials with SASL mechanism {mechanism}",
                 b"",
                 True,
             )
-        return 0, None, final, True
+        return 0, None, servers[conn].get_server_final().encode(), True
 
-    script = await started(SaslBroker(authenticate, mechanisms=("SCRAM-SHA-512",)))
+    return authenticate
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+async def test_scram_exchange_with_a_scripted_scram_broker(
+    started: Callable[[SaslBroker], Any], mechanism: str
+) -> None:
+    script = await started(SaslBroker(scram_broker(mechanism, PASSWORD), mechanisms=(mechanism,)))
     async with AIOKafkaProducer(
         bootstrap_servers=script.broker.address,
         security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="SCRAM-SHA-512",
+        sasl_mechanism=mechanism,
         sasl_plain_username="alice",
         sasl_plain_password=PASSWORD,
     ) as producer:
         await producer.send_and_wait("t", b"v")
     assert script.expired_requests == 0
+    assert len(script.auth_bytes) == 2 * script.broker.connections  # client-first, -final
+
+
+async def test_scram_wrong_password_is_one_clear_error(
+    started: Callable[[SaslBroker], Any],
+) -> None:
+    script = await started(
+        SaslBroker(scram_broker("SCRAM-SHA-512", "other"), mechanisms=("SCRAM-SHA-512",))
+    )
+    producer = AIOKafkaProducer(
+        bootstrap_servers=script.broker.address,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username="alice",
+        sasl_plain_password=PASSWORD,
+    )
+    with pytest.raises(
+        AuthenticationFailedError, match=r"SASL SCRAM-SHA-512 .*invalid credentials"
+    ) as info:
+        async with asyncio.timeout(10):
+            await producer.start()
+    assert PASSWORD not in str(info.value)
+    assert script.broker.connections == 1
 
 
 class CountingProvider:

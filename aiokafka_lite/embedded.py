@@ -38,7 +38,9 @@ writing tests against it:
   even rejects both together: "'--cert' cannot be used with '--key'"); a TLS ClientHello is
   read as a Kafka frame. Tests put a TLS-terminating proxy in front instead.
   ``--authentication`` makes every request before SASL fail (NotAuthenticated, connection
-  closed) and offers only SCRAM-SHA-256. ``tansu user create`` talks to a running broker
+  closed). Its SaslHandshake answer echoes the mechanism asked for (SCRAM-SHA-256/512,
+  also OAUTHBEARER, whose SaslAuthenticate then fails: "SASL Authentication failed."); for
+  PLAIN it closes the connection (NoSharedMechanism) instead of UNSUPPORTED_SASL_MECHANISM. ``tansu user create`` talks to a running broker
   over the Kafka protocol (AlterUserScramCredentials), unauthenticated, so it is refused by
   an authenticating broker ("early eof"); a broker without ``--authentication`` accepts it
   but refuses every SASL mechanism (UNSUPPORTED_SASL_MECHANISM). Storage engines are only

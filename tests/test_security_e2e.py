@@ -5,9 +5,9 @@ Tansu cannot serve TLS itself (``--cert/--key`` leave the listener plaintext; se
 load balancer would: the client's handshake, certificate checks and every byte of the
 Kafka exchange go over real TLS, and a confluent-kafka consumer reads back over TLS too.
 
-Tansu with ``--authentication`` requires SASL/SCRAM-SHA-256, but no user can be created
-in it (see ``aiokafka_lite.embedded``), so against it only the failure is tested: a
-SCRAM exchange the broker rejects must fail fast and clearly. Successful SCRAM is covered
+Tansu with ``--authentication`` requires SASL, but no user can be created in it (see
+``aiokafka_lite.embedded``), so against it only the failure is tested: a SCRAM or
+OAUTHBEARER exchange the broker rejects must fail fast and clearly. Successful SCRAM is covered
 by RFC 7677's published exchange (test_sasl.py) and a scripted broker (test_sasl_exchange.py).
 """
 
@@ -19,6 +19,7 @@ import ssl
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from certs import ServerCerts, make_server_certs
@@ -132,15 +133,27 @@ async def test_wrong_hostname_fails_unless_hostname_checks_are_off(
         await producer.send_and_wait(f"host-{uuid.uuid4().hex}", b"x")
 
 
-@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+REJECTIONS = {
+    # Tansu's own words: SCRAM's server-final "e=" attribute, OAUTHBEARER's error message.
+    "SCRAM-SHA-256": "SCRAM-SHA-256: server error: unknown-user",
+    "SCRAM-SHA-512": "SCRAM-SHA-512: server error: unknown-user",
+    "OAUTHBEARER": "SASL OAUTHBEARER authentication with node -1",
+}
+
+
+async def token_provider() -> str:
+    return PASSWORD  # a "token" that must never be shown either
+
+
+@pytest.mark.parametrize("mechanism", list(REJECTIONS))
 @pytest.mark.parametrize("tls", [False, True], ids=["SASL_PLAINTEXT", "SASL_SSL"])
-async def test_scram_rejected_by_an_authenticating_tansu_fails_fast(
+async def test_login_rejected_by_an_authenticating_tansu_fails_fast(
     tls: bool, mechanism: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Tansu --authentication knows no user: the SCRAM exchange must end in a clear error.
+    """Tansu --authentication knows no user: the exchange must end in a clear error.
 
     Not retried until delivery_timeout_ms: start() fails at once, naming the mechanism
-    and the broker's reason, and the password appears in no message or log line.
+    and the broker's reason, and the secret appears in no message or log line.
     """
     certs = make_server_certs(tmp_path / "tls", hosts=("127.0.0.1",))
     if tls:
@@ -150,14 +163,18 @@ async def test_scram_rejected_by_an_authenticating_tansu_fails_fast(
         broker = await EmbeddedBroker(authentication=True).astart()
         bootstrap = broker.bootstrap_servers
     caplog.set_level(logging.DEBUG, logger="aiokafka_lite")
+    credentials: dict[str, Any] = (
+        {"sasl_oauth_token_provider": token_provider}
+        if mechanism == "OAUTHBEARER"
+        else {"sasl_plain_username": "alice", "sasl_plain_password": PASSWORD}
+    )
     try:
         producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap,
             security_protocol="SASL_SSL" if tls else "SASL_PLAINTEXT",
             ssl_cafile=str(certs.ca_file) if tls else None,
             sasl_mechanism=mechanism,
-            sasl_plain_username="alice",
-            sasl_plain_password=PASSWORD,
+            **credentials,
         )
         with pytest.raises(AuthenticationFailedError) as info:
             async with asyncio.timeout(20):
@@ -167,8 +184,7 @@ async def test_scram_rejected_by_an_authenticating_tansu_fails_fast(
             await proxy.stop()
         await broker.astop()
     message = str(info.value)
-    # The broker's reason, as its server-final-message says it (RFC 5802 "e=").
-    assert f"{mechanism}: server error: unknown-user" in message
+    assert REJECTIONS[mechanism] in message
     assert PASSWORD not in message
     assert PASSWORD not in caplog.text
 

@@ -271,8 +271,10 @@ def _translate(key: str, value: Any) -> tuple[str, Any]:
         return "acks", int(value)
     if name == "security_protocol" and isinstance(value, str):  # librdkafka takes lower case
         return name, value.upper()
-    if name == "ssl_endpoint_identification_algorithm" and value in ("https", "none", ""):
-        return "ssl_check_hostname", value == "https"
+    if name == "ssl_endpoint_identification_algorithm":
+        if not isinstance(value, str) or value.lower() not in ("https", "none", ""):
+            raise ConfigError(f"{key}: expected 'https' or 'none', got {value!r}")
+        return "ssl_check_hostname", value.lower() == "https"
     if "." in key and isinstance(value, str):
         # Dotted configs often come from property files, where all values are strings.
         if value.lstrip("-").isdigit():

@@ -52,6 +52,7 @@ class Provider:
         ({"security_protocol": "SSL", "ssl_keyfile": "/k.pem"}, "ssl_certfile is not"),
         ({"sasl_mechanism": "GSSAPI"}, "sasl_mechanism"),
         ({"security_protocol": "TLS"}, "security_protocol"),
+        ({"ssl.endpoint.identification.algorithm": "yes"}, "'https' or 'none'"),
     ],
 )
 def test_bad_security_options_fail_at_construction(kwargs: dict[str, Any], match: str) -> None:

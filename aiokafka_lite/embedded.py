@@ -35,18 +35,20 @@ writing tests against it:
   AddrInUse, so a port that accepts connections may belong to *another* process;
   :meth:`EmbeddedBroker.start` refuses an explicit port that is already accepting.
 * SECURITY: ``--cert``/``--key`` are accepted but the listener stays plaintext (the CLI
-  even rejects both together: "'--cert' cannot be used with '--key'"); a TLS ClientHello is
-  read as a Kafka frame. Tests put a TLS-terminating proxy in front instead.
+  even rejects both together: "'--cert' cannot be used with '--key'"); a TLS ClientHello
+  is read as a Kafka frame. Tests put a TLS-terminating proxy in front instead.
   ``--authentication`` makes every request before SASL fail (NotAuthenticated, connection
   closed). Its SaslHandshake answer echoes the mechanism asked for (SCRAM-SHA-256/512,
-  also OAUTHBEARER, whose SaslAuthenticate then fails: "SASL Authentication failed."); for
-  PLAIN it closes the connection (NoSharedMechanism) instead of UNSUPPORTED_SASL_MECHANISM. ``tansu user create`` talks to a running broker
-  over the Kafka protocol (AlterUserScramCredentials), unauthenticated, so it is refused by
-  an authenticating broker ("early eof"); a broker without ``--authentication`` accepts it
-  but refuses every SASL mechanism (UNSUPPORTED_SASL_MECHANISM). Storage engines are only
-  ``memory://`` and ``s3://``; with one S3 bucket (moto) shared by both kinds of broker,
-  nothing is written on user create and the authenticating broker answers unknown-user. So
-  an authenticated Tansu with a user cannot be had; it can show authentication failures.
+  also OAUTHBEARER, whose SaslAuthenticate then fails: "SASL Authentication failed.");
+  for PLAIN it closes the connection (NoSharedMechanism) instead of answering
+  UNSUPPORTED_SASL_MECHANISM. ``tansu user create`` talks to a running broker over the
+  Kafka protocol (AlterUserScramCredentials), unauthenticated, so an authenticating
+  broker refuses it ("early eof"), also after a SaslHandshake; a broker without
+  ``--authentication`` accepts it but refuses every SASL mechanism
+  (UNSUPPORTED_SASL_MECHANISM). Storage engines are only ``memory://`` and ``s3://``;
+  with one S3 bucket (moto) shared by both kinds of broker, nothing is written on user
+  create and the authenticating broker answers unknown-user. So an authenticated Tansu
+  with a user cannot be had; it can show authentication failures.
 * Restarting on the same port right after SIGKILL works (the port is immediately reusable).
   Memory storage means every restart starts EMPTY (no topics, no records).
 """

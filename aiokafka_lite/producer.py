@@ -464,7 +464,8 @@ class AIOKafkaProducer(Generic[K, V]):
             if parts is not None:
                 return parts
             if isinstance(metadata.last_error, AuthenticationFailedError):
-                raise metadata.last_error
+                # A new instance per send: re-raising one would grow its traceback.
+                raise AuthenticationFailedError(str(metadata.last_error)) from None
             code = metadata.cluster.topic_errors.get(topic)
             if code in _FATAL_TOPIC_ERRORS:
                 raise error_from_response(code, topic=topic)

@@ -67,7 +67,10 @@ class SaslBroker:
         metadata_delay: float = 0.0,
         leader_connection_fails: bool = False,
         advertised_port: int | None = None,
+        close_after_first_produce: bool = False,
     ) -> None:
+        self.close_after_first_produce = close_after_first_produce
+        self.produced = 0
         self.advertised_port = advertised_port  # e.g. a TLS proxy's in front of this broker
         self.authenticate = authenticate
         self.mechanisms = mechanisms
@@ -122,6 +125,9 @@ class SaslBroker:
         if req.api_key == INIT_PRODUCER_ID:
             return answer(req, InitProducerIdResponse(producer_id=1, producer_epoch=0))
         if req.api_key == PRODUCE:
+            self.produced += 1
+            if self.close_after_first_produce and self.produced == 2:
+                return CLOSE  # the connection breaks; reconnecting must authenticate again
             topics = req.decode().topic_data
             return answer(
                 req,
@@ -643,3 +649,32 @@ async def test_producer_keeps_delivering_across_reauthentications(
     leader_auths = [conn for conn, _ in script.auth_bytes if conn == 1]
     assert len(leader_auths) >= 3  # 2.5 s over an 800 ms session
     assert provider.calls == len(script.auth_bytes)
+
+
+async def test_buffered_records_fail_promptly_when_reconnecting_cannot_authenticate(
+    started: Callable[[SaslBroker], Any],
+) -> None:
+    """The leader's connection breaks and the new one is refused: the records waiting for
+    it fail at once (not after delivery_timeout_ms, 120 s by default), the producer
+    stays usable, and it does not log the password."""
+
+    def authenticate(conn: int, data: bytes) -> tuple[int, str | None, bytes, bool]:
+        if conn >= 2:  # 0: bootstrap, 1: the leader, 2+: reconnections to the leader
+            return 58, "password expired", b"", True
+        return 0, None, b"", True
+
+    script = await started(SaslBroker(authenticate, close_after_first_produce=True))
+    async with AIOKafkaProducer(
+        bootstrap_servers=script.broker.address,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_plain_username="alice",
+        sasl_plain_password=PASSWORD,
+        enable_idempotence=False,
+        retry_backoff_ms=10,
+    ) as producer:
+        await producer.send_and_wait("t", b"first")
+        futures = [await producer.send("t", b"v") for _ in range(3)]
+        results = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), 10)
+        assert all(isinstance(r, AuthenticationFailedError) for r in results), results
+        assert all("password expired" in str(r) for r in results)
+        assert producer.metrics()["record-error-total"] == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .client import NetworkClient
 from .cluster import Cluster, Node, PartitionInfo
@@ -34,13 +34,19 @@ async def create_topics(
     timeout_ms: int = 30000,
     exist_ok: bool = True,
     client_id: str | None = "aiokafka-lite-admin",
+    **security: Any,
 ) -> None:
     """Create ``topics`` (on the controller) and wait until their leaders are known.
+
+    ``security``: the producer's security options (``security_protocol``,
+    ``ssl_cafile``, ``sasl_mechanism``, ...), for a cluster that requires them.
 
     Raises the broker's error for the first topic that failed; a topic that
     already exists is fine when ``exist_ok``.
     """
-    config = ProducerConfig(bootstrap_servers=bootstrap_servers, client_id=client_id)
+    config = ProducerConfig.from_kwargs(
+        bootstrap_servers=bootstrap_servers, client_id=client_id, **security
+    )
     client = NetworkClient(config, wakeup=lambda: None)
     try:
         await client.bootstrap(timeout_ms / 1000)

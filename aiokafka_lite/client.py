@@ -19,10 +19,11 @@ from typing import Any
 from .cluster import Cluster, Node
 from .config import ProducerConfig, parse_bootstrap
 from .connection import BrokerConnection
-from .errors import KafkaConnectionError, KafkaError
+from .errors import AuthenticationFailedError, KafkaConnectionError, KafkaError
 from .metadata import Metadata
 from .protocol.codec import Request
 from .protocol.messages import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from .security import Security
 
 __all__ = ["NetworkClient"]
 
@@ -56,6 +57,9 @@ class NetworkClient:
         self._metadata_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._security = Security(config)
+        # The latest authentication failure, until the sender fails the waiting records with it.
+        self.auth_error: AuthenticationFailedError | None = None
 
     # -- connections ------------------------------------------------------------
 
@@ -115,6 +119,7 @@ class NetworkClient:
             client_id=self._config.client_id,
             request_timeout_ms=self._config.request_timeout_ms,
             on_lost=self._on_lost,
+            security=self._security,
         )
         try:
             await conn.open(self._config.socket_connection_setup_timeout_ms / 1000)
@@ -125,7 +130,11 @@ class NetworkClient:
                 self._config.reconnect_backoff_ms, self._config.reconnect_backoff_max_ms, failures
             )
             self._retry_at[node.node_id] = time.monotonic() + delay
-            log.info("node %s: %s; retrying in %.0f ms", node.node_id, e, delay * 1000)
+            if isinstance(e, AuthenticationFailedError):
+                log.error("node %s: %s; retrying in %.0f ms", node.node_id, e, delay * 1000)
+                self.auth_error = e
+            else:
+                log.info("node %s: %s; retrying in %.0f ms", node.node_id, e, delay * 1000)
             raise
         finally:
             self._connecting.pop(node.node_id, None)
@@ -261,6 +270,8 @@ class NetworkClient:
             try:
                 async with asyncio.timeout(remaining):
                     response = await self.fetch_metadata(node_id, [])
+            except AuthenticationFailedError:
+                raise  # retrying another server with the same credentials will not help
             except (KafkaError, TimeoutError) as e:
                 errors.append(
                     f"{self._bootstrap.nodes[node_id].host}:"

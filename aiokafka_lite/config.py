@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from . import serializers
+from . import security, serializers
 from .compression import get_codec
 from .errors import ConfigError
 from .interceptors import ProducerInterceptor
@@ -39,9 +39,20 @@ _ALIASES = {
     "compression_lz4_level": "compression_level",
     "compression_zstd_level": "compression_level",
     "partitioner_class": "partitioner",
+    # Security: librdkafka's names (Java's ssl.truststore/keystore are JKS/PKCS12
+    # files, which Python's ssl module cannot load, so they have no alias).
+    "ssl_ca_location": "ssl_cafile",
+    "ssl_certificate_location": "ssl_certfile",
+    "ssl_key_location": "ssl_keyfile",
+    "ssl_key_password": "ssl_password",
+    "sasl_mechanisms": "sasl_mechanism",
+    "sasl_username": "sasl_plain_username",
+    "sasl_password": "sasl_plain_password",
 }
 # Options whose value should never reach a log line.
-SECRET_FIELDS: frozenset[str] = frozenset()
+SECRET_FIELDS: frozenset[str] = frozenset(
+    {"ssl_password", "sasl_plain_password", "sasl_oauth_token_provider"}
+)
 
 
 class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -73,12 +84,22 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     # A plain str: get_codec() checks it and suggests the nearest codec name.
     compression_type: str | None = None
     compression_level: int | None = None
-    security_protocol: Literal["PLAINTEXT"] = "PLAINTEXT"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     # Callables are checked by hand below: msgspec has no "callable" type.
     key_serializer: Any = None
     value_serializer: Any = None
     partitioner: Any = None
     interceptors: list[Any] = []
+    ssl_context: Any = None  # an ssl.SSLContext; checked in security.check_config
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_password: str | None = None
+    ssl_check_hostname: bool = True
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] = "PLAIN"
+    sasl_plain_username: str | None = None
+    sasl_plain_password: str | None = None
+    sasl_oauth_token_provider: Any = None
 
     def __post_init__(self) -> None:
         for name in ("key_serializer", "value_serializer"):
@@ -126,6 +147,23 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         if self.max_request_size < 64:
             raise ConfigError("max_request_size is too small to hold a record batch")
         parse_bootstrap(self.bootstrap_servers)
+        security.check_config(self)
+
+    def __repr__(self) -> str:
+        # msgspec's default repr would show passwords.
+        return f"ProducerConfig({self.describe()})"
+
+    def __rich_repr__(self) -> list[tuple[str, Any]]:
+        # msgspec's would hand rich (pretty printers, rich logging) the passwords.
+        return [
+            (
+                name,
+                "[hidden]"
+                if name in SECRET_FIELDS and getattr(self, name) is not None
+                else getattr(self, name),
+            )
+            for name in self.__struct_fields__
+        ]
 
     def describe(self) -> str:
         """The effective configuration, one ``name=value`` per option, secrets masked."""
@@ -212,7 +250,7 @@ FIELD_DOCS: dict[str, str] = {
     " libraries: extras `snappy`, `lz4`, `zstd`)",
     "compression_level": "codec level; `None` means the codec's documented default (gzip 6,"
     " lz4 9 = fast mode, zstd 3; snappy has none), as Java's",
-    "security_protocol": "`PLAINTEXT` only for now (TLS/SASL come with their own issue)",
+    "security_protocol": "`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT` or `SASL_SSL`",
     "key_serializer": "callable turning a key into bytes, or `'str'`, `'json'`, `'msgpack'`,"
     " `'bytes'` (default: keys must be bytes)",
     "value_serializer": "callable turning a value into bytes, or a name as for `key_serializer`"
@@ -220,6 +258,18 @@ FIELD_DOCS: dict[str, str] = {
     "partitioner": "callable `(key_bytes, all_partitions, available) -> partition`",
     "interceptors": "objects with `on_send(record)` and `on_acknowledgement(metadata,"
     " exception)` (Java's ProducerInterceptor); their errors are logged, never raised",
+    "ssl_context": "an `ssl.SSLContext` for `SSL`/`SASL_SSL` (else one is built from the"
+    " `ssl_*` files, or the system's CAs)",
+    "ssl_cafile": "PEM file of the CA(s) to trust (librdkafka: `ssl.ca.location`)",
+    "ssl_certfile": "PEM client certificate, for brokers that require one",
+    "ssl_keyfile": "PEM private key of `ssl_certfile`",
+    "ssl_password": "password of `ssl_keyfile`; never logged",
+    "ssl_check_hostname": "check that the broker's certificate names the host connected to",
+    "sasl_mechanism": "`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512` or `OAUTHBEARER`",
+    "sasl_plain_username": "user name for PLAIN and SCRAM (librdkafka: `sasl.username`)",
+    "sasl_plain_password": "password for PLAIN and SCRAM; never logged",
+    "sasl_oauth_token_provider": "OAUTHBEARER token source: an object with a (sync or async)"
+    " `token()` method, as aiokafka's, or a callable; returns a str or an `OAuthToken`",
 }
 
 
@@ -232,6 +282,12 @@ def _translate(key: str, value: Any) -> tuple[str, Any]:
         return "bootstrap_servers", value
     if name == "acks" and value in ("0", "1", "-1"):  # as written in property files
         return "acks", int(value)
+    if name == "security_protocol" and isinstance(value, str):  # librdkafka takes lower case
+        return name, value.upper()
+    if name == "ssl_endpoint_identification_algorithm":
+        if not isinstance(value, str) or value.lower() not in ("https", "none", ""):
+            raise ConfigError(f"{key}: expected 'https' or 'none', got {value!r}")
+        return "ssl_check_hostname", value.lower() == "https"
     if "." in key and isinstance(value, str):
         # Dotted configs often come from property files, where all values are strings.
         if value.lstrip("-").isdigit():

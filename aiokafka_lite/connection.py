@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import random
+import ssl
 import struct
 import time
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from typing import Any, Generic, TypeVar, cast
 from . import protocol
 from ._version import __version__
 from .errors import (
+    AuthenticationFailedError,
     IncompatibleBrokerVersion,
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -30,7 +33,16 @@ from .errors import (
 )
 from .protocol.codec import DecodeError, Request, Response
 from .protocol.frames import encode_client_id, request_header, response_body_offset, seal_frame
-from .protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from .protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from .sasl import OAuthBearer, SaslError, SaslMechanism
+from .security import Security
 
 __all__ = ["BrokerConnection"]
 
@@ -41,6 +53,7 @@ _SIZE = struct.Struct(">i")
 # topics a few MiB): a larger size prefix means the stream is garbage.
 MAX_RESPONSE_SIZE = 100 * 1024 * 1024
 UNSUPPORTED_VERSION = 35
+UNSUPPORTED_SASL_MECHANISM = 33
 _UNSUPPORTED = struct.pack(">h", UNSUPPORTED_VERSION)
 
 R = TypeVar("R", bound=Response)
@@ -77,8 +90,20 @@ class BrokerConnection(asyncio.Protocol):
         client_id: str | None,
         request_timeout_ms: float,
         on_lost: Callable[[BrokerConnection], None] | None = None,
+        security: Security | None = None,
     ) -> None:
         self.node_id = node_id
+        self._security = security
+        # KIP-368 re-authentication: when due, new requests are held back until
+        # the in-flight ones are answered, then SASL runs again on this
+        # connection and the held requests go out after it.
+        self._reauth_pending = False
+        self._reauth_timer: asyncio.TimerHandle | None = None
+        self._reauth_task: asyncio.Task[None] | None = None
+        self._held: collections.deque[tuple[Request, int, bool, asyncio.Future[Any]]] = (
+            collections.deque()
+        )
+        self.authentications = 0
         self._on_lost = on_lost
         self.host = host
         self.port = port
@@ -103,13 +128,30 @@ class BrokerConnection(asyncio.Protocol):
         """Connect and negotiate API versions, within ``timeout`` seconds."""
         try:
             async with asyncio.timeout(timeout):
-                await self._loop.create_connection(lambda: self, self.host, self.port)
+                await self._connect_transport()
                 await self._negotiate_versions()
+                if self._security is not None and self._security.sasl_mechanism is not None:
+                    await self._authenticate()
+        except ssl.SSLCertVerificationError as e:
+            # As Java's SslAuthenticationException: a wrong CA or host name is not
+            # fixed by retrying.
+            self.close(KafkaConnectionError(str(e)))
+            raise AuthenticationFailedError(
+                f"TLS handshake with node {self.node_id} at {self.host}:{self.port} failed: "
+                f"{e.verify_message or e}"
+            ) from None
         except TimeoutError:
+            # A plaintext listener reads a TLS ClientHello as the start of a huge
+            # frame and waits for the rest: the handshake just never completes.
+            tls_hint = (
+                " (the TLS handshake did not complete: does this listener speak TLS?)"
+                if self._transport is None and self._security and self._security.ssl_context
+                else ""
+            )
             self.close(KafkaConnectionError(f"connecting to {self.host}:{self.port} timed out"))
             raise KafkaConnectionError(
                 f"connecting to node {self.node_id} at {self.host}:{self.port} timed out "
-                f"after {timeout:.1f}s"
+                f"after {timeout:.1f}s{tls_hint}"
             ) from None
         except OSError as e:
             self.close(KafkaConnectionError(str(e)))
@@ -119,6 +161,133 @@ class BrokerConnection(asyncio.Protocol):
         except BaseException as e:
             self.close(e if isinstance(e, Exception) else KafkaConnectionError("cancelled"))
             raise
+
+    async def _connect_transport(self) -> None:
+        context = self._security.ssl_context if self._security is not None else None
+        if context is None:
+            await self._loop.create_connection(lambda: self, self.host, self.port)
+        else:
+            await self._loop.create_connection(
+                lambda: self, self.host, self.port, ssl=context, server_hostname=self.host
+            )
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism is done."""
+        security = self._security
+        assert security is not None
+        name = security.sasl_mechanism
+        assert name is not None
+        mechanism, token_expiry = await security.new_mechanism()
+        where = f"node {self.node_id} ({self.host}:{self.port})"
+        await self._sasl_handshake(name, where)
+        lifetime_ms = await self._sasl_exchange(mechanism, where)
+        self.authentications += 1
+        log.debug("%s: authenticated with SASL %s", where, name)
+        self._schedule_reauth(lifetime_ms, token_expiry)
+
+    async def _sasl_handshake(self, name: str, where: str) -> None:
+        try:
+            handshake: SaslHandshakeResponse = await self._send_now(
+                SaslHandshakeRequest(mechanism=name), self.version_for(SaslHandshakeRequest)
+            )
+        except KafkaConnectionError as e:
+            # Some brokers (Tansu) close the connection instead of answering
+            # UNSUPPORTED_SASL_MECHANISM. Still retriable: it may be a plain outage.
+            raise KafkaConnectionError(
+                f"{where} closed the connection during the SASL {name} handshake "
+                f"(does it enable {name}?): {e}"
+            ) from None
+        if handshake.error_code == UNSUPPORTED_SASL_MECHANISM:
+            raise AuthenticationFailedError(
+                f"SASL {name}: broker {where} does not enable this mechanism; it "
+                f"offers {', '.join(handshake.mechanisms) or 'none'}"
+            )
+        if handshake.error_code:
+            raise AuthenticationFailedError(
+                f"SASL {name}: SaslHandshake to {where} failed with error code "
+                f"{handshake.error_code}"
+            )
+
+    async def _sasl_exchange(self, mechanism: SaslMechanism, where: str) -> int:
+        """Carry the mechanism's messages in SaslAuthenticate; the session lifetime in ms."""
+        version = self.version_for(SaslAuthenticateRequest)
+        message: bytes | None = mechanism.start()
+        lifetime_ms = 0
+        while message is not None:
+            resp: SaslAuthenticateResponse = await self._send_now(
+                SaslAuthenticateRequest(auth_bytes=message), version
+            )
+            if resp.error_code:
+                detail = resp.error_message or f"error code {resp.error_code}"
+                if isinstance(mechanism, OAuthBearer) and mechanism.server_error:
+                    detail += f" ({mechanism.server_error})"
+                raise AuthenticationFailedError(
+                    f"SASL {mechanism.name} authentication with {where} failed: {detail}"
+                )
+            lifetime_ms = resp.session_lifetime_ms
+            try:
+                message = mechanism.step(resp.auth_bytes)
+            except SaslError as e:
+                # e names the mechanism and what the server said.
+                raise AuthenticationFailedError(
+                    f"SASL authentication with {where} failed: {e}"
+                ) from None
+        return lifetime_ms
+
+    def _schedule_reauth(self, lifetime_ms: int, token_expiry: float | None) -> None:
+        # The broker closes a connection whose session expired (KIP-368), so
+        # start again at 85-95% of the lifetime, as Java does; the jitter keeps
+        # the connections of many producers from re-authenticating at once.
+        if lifetime_ms <= 0:
+            return
+        now = time.monotonic()
+        expires = now + lifetime_ms / 1000
+        if token_expiry is not None:
+            expires = min(expires, token_expiry)
+        due = now + max(0.0, expires - now) * random.uniform(0.85, 0.95)
+        self._reauth_timer = self._loop.call_at(
+            self._loop.time() + (due - now), self._on_reauth_due
+        )
+
+    def _on_reauth_due(self) -> None:
+        # Only mark it: the next request starts re-authentication (as Java does),
+        # so an idle connection calls no token provider and still closes as idle.
+        self._reauth_timer = None
+        if self._closed is None:
+            self._reauth_pending = True
+            self._maybe_start_reauth()
+
+    def _maybe_start_reauth(self) -> None:
+        if (
+            self._reauth_pending
+            and self._held
+            and not self._in_flight
+            and self._reauth_task is None
+        ):
+            self._reauth_task = self._loop.create_task(
+                self._reauthenticate(), name=f"aiokafka_lite.reauth.{self.node_id}"
+            )
+
+    async def _reauthenticate(self) -> None:
+        try:
+            async with asyncio.timeout(self._request_timeout):
+                await self._authenticate()
+        except asyncio.CancelledError:
+            return  # closed meanwhile; close() failed what was held
+        except TimeoutError:
+            self.close(KafkaTimeoutError(f"re-authentication with node {self.node_id} timed out"))
+            return
+        except Exception as e:
+            log.error("node %s: re-authentication failed: %s", self.node_id, e)
+            self.close(e)
+            return
+        finally:
+            self._reauth_task = None
+        self._reauth_pending = False
+        held, self._held = self._held, collections.deque()
+        for request, version, expect_response, fut in held:
+            if not fut.done():
+                self._write(request, version, expect_response, fut)
 
     async def _negotiate_versions(self) -> None:
         # Ask in the newest version we speak. A broker that does not know it
@@ -142,11 +311,19 @@ class BrokerConnection(asyncio.Protocol):
             self._closed = reason or KafkaConnectionError(
                 f"connection to node {self.node_id} closed"
             )
+        self._stop_reauth()
         if self._transport is not None:
             self._transport.abort()
         elif not self._lost.done():
             self._lost.set_result(None)  # never connected: nothing will report the loss
         self._fail_all(self._closed)
+
+    def _stop_reauth(self) -> None:
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
+        if self._reauth_task is not None:
+            self._reauth_task.cancel()
 
     @property
     def closed(self) -> bool:
@@ -154,10 +331,14 @@ class BrokerConnection(asyncio.Protocol):
 
     async def wait_closed(self) -> None:
         await asyncio.shield(self._lost)
+        task = self._reauth_task
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        """Requests sent and not answered, and those held back for re-authentication."""
+        return len(self._in_flight) + len(self._held)
 
     # -- versions -----------------------------------------------------------------
 
@@ -191,9 +372,31 @@ class BrokerConnection(asyncio.Protocol):
             raise KafkaConnectionError(f"connection to node {self.node_id} is not open") from (
                 self._closed
             )
-        cls = type(request)
         if version is None:
-            version = self.version_for(cls)
+            version = self.version_for(type(request))
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        if self._reauth_pending:
+            self._held.append((request, version, expect_response, fut))
+            self._maybe_start_reauth()
+        else:
+            self._write(request, version, expect_response, fut)
+        return fut
+
+    def _send_now(self, request: Request, version: int) -> asyncio.Future[Any]:
+        """Send at once, even while other requests are held (for the SASL exchange)."""
+        if self._closed is not None or self._transport is None:
+            raise KafkaConnectionError(f"connection to node {self.node_id} is not open") from (
+                self._closed
+            )
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        self._write(request, version, True, fut)
+        return fut
+
+    def _write(
+        self, request: Request, version: int, expect_response: bool, fut: asyncio.Future[Any]
+    ) -> None:
+        assert self._transport is not None
+        cls = type(request)
         correlation_id = self._next_correlation
         self._next_correlation = (correlation_id + 1) & 0x7FFFFFFF
         frame = request_header(
@@ -202,14 +405,12 @@ class BrokerConnection(asyncio.Protocol):
         frame += protocol.encode(request, version)
         self._transport.write(seal_frame(frame))
         self.last_activity = now = time.monotonic()
-        fut: asyncio.Future[Any] = self._loop.create_future()
         if not expect_response:
             fut.set_result(None)
-            return fut
+            return
         entry: _InFlight[Any] = _InFlight(correlation_id, cls, version, fut, now)
         entry.timer = self._loop.call_later(self._request_timeout, self._on_timeout, entry)
         self._in_flight.append(entry)
-        return fut
 
     def _on_timeout(self, entry: _InFlight[Any]) -> None:
         # As Java's NetworkClient does: a request that timed out leaves the
@@ -233,6 +434,7 @@ class BrokerConnection(asyncio.Protocol):
                 f"connection to node {self.node_id} ({self.host}:{self.port}) was lost"
                 + (f": {exc}" if exc else "")
             )
+        self._stop_reauth()
         self._fail_all(self._closed)
         if not self._lost.done():
             self._lost.set_result(None)
@@ -295,6 +497,8 @@ class BrokerConnection(asyncio.Protocol):
             return False
         if not entry.future.done():
             entry.future.set_result(response)
+        if self._reauth_pending and not self._in_flight:
+            self._maybe_start_reauth()
         return True
 
     def _corrupt(self, what: str) -> None:
@@ -308,4 +512,8 @@ class BrokerConnection(asyncio.Protocol):
                 entry.timer.cancel()
             if not entry.future.done():
                 entry.future.set_exception(exc)
+        while self._held:
+            fut = self._held.popleft()[3]
+            if not fut.done():
+                fut.set_exception(exc)
         self._buf.clear()

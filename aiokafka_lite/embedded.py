@@ -34,6 +34,21 @@ writing tests against it:
 * If the listen port is taken Tansu prints "listening on ..." and then panics with
   AddrInUse, so a port that accepts connections may belong to *another* process;
   :meth:`EmbeddedBroker.start` refuses an explicit port that is already accepting.
+* SECURITY: ``--cert``/``--key`` are accepted but the listener stays plaintext (the CLI
+  even rejects both together: "'--cert' cannot be used with '--key'"); a TLS ClientHello
+  is read as a Kafka frame. Tests put a TLS-terminating proxy in front instead.
+  ``--authentication`` makes every request before SASL fail (NotAuthenticated, connection
+  closed). Its SaslHandshake answer echoes the mechanism asked for (SCRAM-SHA-256/512,
+  also OAUTHBEARER, whose SaslAuthenticate then fails: "SASL Authentication failed.");
+  for PLAIN it closes the connection (NoSharedMechanism) instead of answering
+  UNSUPPORTED_SASL_MECHANISM. ``tansu user create`` talks to a running broker over the
+  Kafka protocol (AlterUserScramCredentials), unauthenticated, so an authenticating
+  broker refuses it ("early eof"), also after a SaslHandshake; a broker without
+  ``--authentication`` accepts it but refuses every SASL mechanism
+  (UNSUPPORTED_SASL_MECHANISM). Storage engines are only ``memory://`` and ``s3://``;
+  with one S3 bucket (moto) shared by both kinds of broker, nothing is written on user
+  create and the authenticating broker answers unknown-user. So an authenticated Tansu
+  with a user cannot be had; it can show authentication failures.
 * Restarting on the same port right after SIGKILL works (the port is immediately reusable).
   Memory storage means every restart starts EMPTY (no topics, no records).
 """
@@ -128,7 +143,11 @@ class EmbeddedBroker:
         binary: str | None = None,
         startup_timeout: float = 15.0,
         advertised_port: int | None = None,
+        authentication: bool = False,
     ) -> None:
+        # authentication: start Tansu with --authentication (SASL/SCRAM-SHA-256 required).
+        # See the module docstring: no user can be created in such a broker.
+        self._authentication = authentication
         # advertised_port: what metadata tells clients to connect to, when it is
         # not the listen port (e.g. a proxy in front of the broker).
         self._advertised_port = advertised_port
@@ -278,6 +297,7 @@ class EmbeddedBroker:
             url,
             "--advertised-listener-url",
             advertised,
+            *(["--authentication"] if self._authentication else []),
             *self._extra_args,
         ]
 

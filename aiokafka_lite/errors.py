@@ -63,6 +63,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "AuthenticationFailedError",
     "BrokerIdNotRegisteredError",
     "BrokerNotAvailableError",
     "BrokerResponseError",
@@ -378,6 +379,15 @@ class SerializationError(KafkaError):
 
 class IncompatibleBrokerVersionError(KafkaError):
     """The broker supports none of the versions of an API that this client speaks."""
+
+
+class AuthenticationFailedError(KafkaError):
+    """SASL authentication or the TLS handshake failed; never retried.
+
+    The message names the mechanism (or TLS) and the broker's own reason; never
+    a credential. Records waiting for the broker fail with it at once instead
+    of waiting out ``delivery_timeout_ms``.
+    """
 
 
 class ConfigError(KafkaError, ValueError):

@@ -23,6 +23,7 @@ from .client import NetworkClient
 from .compression import Compressor, get_codec
 from .config import ProducerConfig
 from .errors import (
+    AuthenticationFailedError,
     BufferFullError,
     IllegalStateError,
     KafkaError,
@@ -564,6 +565,9 @@ class AIOKafkaProducer(Generic[K, V]):
             parts = metadata.partitions_by_topic.get(topic)
             if parts is not None:
                 return parts
+            if isinstance(metadata.last_error, AuthenticationFailedError):
+                # A new instance per send: re-raising one would grow its traceback.
+                raise AuthenticationFailedError(str(metadata.last_error)) from None
             code = metadata.cluster.topic_errors.get(topic)
             if code in _FATAL_TOPIC_ERRORS:
                 raise error_from_response(code, topic=topic)

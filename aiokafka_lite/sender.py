@@ -172,6 +172,8 @@ class Sender:
             self._wake = None
 
     def _run_once(self, now: float) -> float:
+        if self._client.auth_error is not None:
+            self._fail_unauthenticated()
         ready, delay, unknown_leader, expired = self._acc.ready(
             self._metadata.partitions_by_topic, now
         )
@@ -413,6 +415,7 @@ class Sender:
         try:
             while self._running:
                 node_id = self._client.least_loaded_node(time.monotonic())
+                bump = False  # also when connect() itself fails (e.g. authentication)
                 try:
                     if node_id is None:
                         raise KafkaConnectionError("no broker is reachable")
@@ -493,6 +496,18 @@ class Sender:
         """Fail every batch still waiting in a queue (its transaction is aborted)."""
         for batch in self._acc.queued_batches():
             self._fail_queued(batch, error)
+
+    def _fail_unauthenticated(self) -> None:
+        """Fail what is buffered at once: retrying with the same credentials cannot help.
+
+        Not fatal: the next records try again (a token provider may have a new token).
+        """
+        error, self._client.auth_error = self._client.auth_error, None
+        assert error is not None
+        self._acc.fail_waiters(error)
+        for batch in self._acc.abort_undrained(error):
+            self.records_failed += batch.count
+            self.metrics.failed(batch.count, time.monotonic())
 
     # -- outcomes ------------------------------------------------------------------------
 

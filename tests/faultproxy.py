@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 
 
 class FaultProxy:
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(
+        self, target_host: str, target_port: int, *, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
+        # ssl_context: terminate TLS here (as a TLS load balancer in front of a
+        # plaintext broker does) and forward the decrypted bytes.
+        self._ssl = ssl_context
         self.target = (target_host, target_port)
         self._server: asyncio.Server | None = None
         self._pairs: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
@@ -32,7 +38,7 @@ class FaultProxy:
         return port
 
     async def start(self, port: int = 0) -> FaultProxy:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", port)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", port, ssl=self._ssl)
         return self
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -74,7 +74,11 @@ def _sorted(records: list[ReadRecord]) -> list[ReadRecord]:
 
 
 def read_all_confluent(
-    bootstrap: str, topic: str, expected: int, timeout: float = 30.0
+    bootstrap: str,
+    topic: str,
+    expected: int,
+    timeout: float = 30.0,
+    extra_config: dict[str, str] | None = None,
 ) -> list[ReadRecord]:
     """Read ``topic`` from offset 0 of every partition with confluent-kafka (blocking).
 
@@ -93,6 +97,7 @@ def read_all_confluent(
             "check.crcs": True,
             "enable.partition.eof": False,
             "log_level": 3,
+            **(extra_config or {}),  # e.g. security.protocol and ssl.ca.location
         }
     )
     records: list[ReadRecord] = []

@@ -48,6 +48,8 @@ from aiokafka_lite.protocol.messages import (
     InitProducerIdRequest,
     MetadataRequest,
     ProduceRequest,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
 )
 
 __all__ = [
@@ -72,6 +74,8 @@ REQUEST_CLASSES: dict[int, type[Request]] = {
         ProduceRequest,
         CreateTopicsRequest,
         InitProducerIdRequest,
+        SaslHandshakeRequest,
+        SaslAuthenticateRequest,
     )
 }
 

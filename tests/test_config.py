@@ -102,7 +102,7 @@ def test_other_values_accepted() -> None:
         ({"bootstrap_servers": 9092}, "bootstrap_servers"),
         ({"bootstrap_servers": ["ok:1", "bad:port"]}, "bootstrap_servers"),
         ({"compression_type": "gzip-ish"}, "compression_type"),
-        ({"security_protocol": "SSL"}, "security_protocol"),
+        ({"security_protocol": "TLS"}, "security_protocol"),
         ({"enable_idempotence": True, "acks": 1}, "enable_idempotence"),
         ({"enable_idempotence": True, "retries": 0}, "retries"),
         ({"enable_idempotence": True, "max_in_flight_requests_per_connection": 6}, "in_flight"),

@@ -493,3 +493,47 @@ class TxnOffsetCommitRequest(Request):
     member_id: A[str, F("string", "3+")] = ""
     group_instance_id: A[str | None, F("string", "3+", nullable="3+")] = None
     topics: A[list[TxnOffsetCommitRequestTopic], F("[]TxnOffsetCommitRequestTopic")] = []
+
+
+# SaslHandshake (17) and SaslAuthenticate (36)
+
+# SaslHandshake has no flexible version ("flexibleVersions": "none").
+_NEVER_FLEXIBLE = 0x7FFF
+
+
+class SaslHandshakeResponse(Response):
+    API_KEY = 17
+    FLEXIBLE_SINCE = _NEVER_FLEXIBLE
+
+    error_code: A[int, F("int16")] = 0
+    mechanisms: A[list[str], F("[]string")] = []
+
+
+class SaslHandshakeRequest(Request):
+    API_KEY = 17
+    MIN_VERSION = 1  # v0 sends the SASL tokens unframed; v1 wraps them in SaslAuthenticate
+    MAX_VERSION = 1
+    FLEXIBLE_SINCE = _NEVER_FLEXIBLE
+    RESPONSE = SaslHandshakeResponse
+
+    mechanism: A[str, F("string")] = ""
+
+
+class SaslAuthenticateResponse(Response):
+    API_KEY = 36
+    FLEXIBLE_SINCE = 2
+
+    error_code: A[int, F("int16")] = 0
+    error_message: A[str | None, F("string", nullable="0+")] = None
+    auth_bytes: A[bytes, F("bytes")] = b""
+    session_lifetime_ms: A[int, F("int64", "1+")] = 0
+
+
+class SaslAuthenticateRequest(Request):
+    API_KEY = 36
+    MIN_VERSION = 0
+    MAX_VERSION = 2
+    FLEXIBLE_SINCE = 2
+    RESPONSE = SaslAuthenticateResponse
+
+    auth_bytes: A[bytes, F("bytes")] = b""

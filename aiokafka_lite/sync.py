@@ -21,6 +21,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import os
 import threading
 import time
 import weakref
@@ -92,6 +93,8 @@ class Producer(Generic[K, V]):
         self._queued = 0  # bytes in _queue and in the burst being appended; by _lock
         self._scheduled = False  # a wakeup of the loop is pending; by _lock
         self._closed = False  # by _lock
+        self._closed_reason = "the producer is closed; records can no longer be sent"
+        self._pid = os.getpid()
         self._final_metrics: dict[str, float] = {}
         self._loop = asyncio.new_event_loop()
         self._wakeup = asyncio.Event()
@@ -234,7 +237,7 @@ class Producer(Generic[K, V]):
     def _enqueue(self, item: _Item) -> None:
         with self._lock:
             if self._closed:
-                raise ProducerClosedError("the producer is closed; records can no longer be sent")
+                raise ProducerClosedError(self._closed_reason)
             # Back-pressure; a flush marker (0 bytes) or a lone big record always fits.
             if item[7] and self._queued and self._queued + item[7] > self._limit:
                 self._wait_for_room(item[7])
@@ -375,7 +378,19 @@ class Producer(Generic[K, V]):
     def _check_open(self) -> None:
         with self._lock:
             if self._closed:
-                raise ProducerClosedError("the producer is closed")
+                raise ProducerClosedError(self._closed_reason)
+
+    def _forked(self) -> None:
+        """In a child process after os.fork(): the producer's thread did not come along."""
+        # The lock may have been held by a thread that does not exist here.
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
+        self._queue, self._queued, self._closed = [], 0, True
+        self._closed_reason = (
+            f"this producer was created in process {self._pid} and cannot be used after "
+            "os.fork(): its thread and connections stay with that process. Create the "
+            "producer in each process after the fork (e.g. in a worker's init hook)"
+        )
 
     def __enter__(self) -> Producer[K, V]:
         return self
@@ -414,6 +429,16 @@ def _size_of(key: object, value: object) -> int:
     if isinstance(value, bytes | bytearray | str):
         size += len(value)
     return size
+
+
+def _after_fork_in_child() -> None:
+    for producer in list(_open):
+        producer._forked()
+    _open.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @atexit.register

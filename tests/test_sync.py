@@ -264,3 +264,41 @@ def test_records_sent_without_close_are_delivered_at_exit(
     assert proc.returncode == 0, proc.stderr.decode()
     values = [r.value for r in read_all_confluent(bootstrap, topic, 300)]
     assert values == [b"%d" % i for i in range(300)]
+
+
+def test_a_forked_child_gets_a_clear_error_and_the_parent_keeps_working(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """gunicorn --preload, multiprocessing's fork, Spark/Celery workers: the thread stays behind."""
+    topic = topic_factory(1)
+    script = f"""
+import os, sys
+from aiokafka_lite.errors import ProducerClosedError
+from aiokafka_lite.sync import Producer
+p = Producer(bootstrap_servers={bootstrap!r})
+p.send_and_wait({topic!r}, b"parent-before")
+pid = os.fork()
+if pid == 0:
+    try:
+        p.send({topic!r}, b"child")
+    except ProducerClosedError as e:
+        print("child:", e, flush=True)
+        p.close()  # harmless in the child
+        os._exit(0 if "os.fork()" in str(e) else 3)
+    os._exit(4)
+_, status = os.waitpid(pid, 0)
+p.send_and_wait({topic!r}, b"parent-after")
+p.close()
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+    assert "cannot be used after os.fork()" in proc.stdout.decode()
+    values = [r.value for r in read_all_confluent(bootstrap, topic, 2)]
+    assert values == [b"parent-before", b"parent-after"]

@@ -31,6 +31,7 @@ from concurrent.futures import TimeoutError as FutureTimeoutError
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from ._futures import LazyFuture
 from .config import ProducerConfig
 from .errors import (
     BufferFullError,
@@ -292,7 +293,7 @@ class Producer(Generic[K, V]):
         raises :class:`KafkaTimeoutError`. Errors about the record itself (too
         large, bad partition, serializer failure) fail the returned future.
         """
-        fut: Future[RecordMetadata] = Future()
+        fut: Future[RecordMetadata] = LazyFuture()
         self._enqueue(
             (topic, value, key, partition, timestamp_ms, headers, fut, _size_of(key, value))
         )
@@ -317,7 +318,7 @@ class Producer(Generic[K, V]):
         """Wait until every record sent before this call is delivered or failed."""
         self._check_blocking_allowed("flush")
         wait = self.config.delivery_timeout_ms / 1000 if timeout is None else timeout
-        marker: Future[None] = Future()
+        marker: Future[None] = LazyFuture()
         self._enqueue((_FLUSH, time.monotonic() + wait, None, None, None, None, marker, 0))
         try:
             marker.result(wait + _SLACK)

@@ -60,6 +60,7 @@ _ITEM_OVERHEAD = 200
 # Extra time the caller gives the loop thread beyond the operation's own bound.
 _SLACK = 5.0
 
+_SIZED = (bytes, bytearray, memoryview, str)
 # Stands in for the topic of a queued flush() marker.
 _FLUSH: Any = object()
 
@@ -424,10 +425,11 @@ def _fail(fut: Future[Any], exc: BaseException) -> None:
 
 
 def _size_of(key: object, value: object) -> int:
+    """About what a queued record holds in memory (others than bytes/str: a guess)."""
     size = _ITEM_OVERHEAD
-    if isinstance(key, bytes | bytearray | str):
+    if key is not None and isinstance(key, _SIZED):
         size += len(key)
-    if isinstance(value, bytes | bytearray | str):
+    if value is not None and isinstance(value, _SIZED):
         size += len(value)
     return size
 

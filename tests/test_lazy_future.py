@@ -47,6 +47,9 @@ def test_waiters_in_other_threads_see_every_result_whatever_the_interleaving() -
     futures: list[LazyFuture[int]] = [LazyFuture() for _ in range(3000)]
     got: dict[int, object] = {}
     lock = threading.Lock()
+    called: list[int] = []
+    for i in range(0, len(futures), 3):  # callbacks added before anyone waits
+        futures[i].add_done_callback(lambda f, i=i: called.append(i))
 
     def waiter(indices: list[int]) -> None:
         for i in indices:
@@ -76,6 +79,7 @@ def test_waiters_in_other_threads_see_every_result_whatever_the_interleaving() -
     for t in threads:
         t.join(60)
     assert got == {i: (f"e{i}" if i % 7 == 0 else i) for i in range(len(futures))}
+    assert sorted(called) == list(range(0, len(futures), 3))  # each exactly once
 
 
 def test_wait_and_as_completed() -> None:

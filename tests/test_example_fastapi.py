@@ -33,7 +33,9 @@ def _free_port() -> int:
 
 
 class Server:
-    def __init__(self, bootstrap: str, topic: str, log_path: Path) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, log_path: Path, app: str = "examples.fastapi_app:app"
+    ) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -43,7 +45,7 @@ class Server:
                 sys.executable,
                 "-m",
                 "uvicorn",
-                "examples.fastapi_app:app",
+                app,
                 "--host",
                 "127.0.0.1",
                 "--port",
@@ -65,13 +67,13 @@ class Server:
             stderr=subprocess.STDOUT,
         )
 
-    def wait_ready(self, timeout: float = 30) -> None:
+    def wait_ready(self, timeout: float = 30, path: str = "/health") -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"uvicorn exited early:\n{self.output()}")
             try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                if httpx.get(f"{self.url}{path}", timeout=1).status_code == 200:
                     return
             except httpx.TransportError:
                 time.sleep(0.1)
@@ -101,8 +103,10 @@ def server_factory(tmp_path: Path) -> Iterator[type[Server]]:
     started: list[Server] = []
 
     class Tracked(Server):
-        def __init__(self, bootstrap: str, topic: str) -> None:
-            super().__init__(bootstrap, topic, tmp_path / f"uvicorn-{len(started)}.log")
+        def __init__(
+            self, bootstrap: str, topic: str, app: str = "examples.fastapi_app:app"
+        ) -> None:
+            super().__init__(bootstrap, topic, tmp_path / f"uvicorn-{len(started)}.log", app)
             started.append(self)
 
     yield Tracked  # type: ignore[misc]
@@ -173,3 +177,20 @@ async def test_fastapi_app_under_uvicorn(
     for response in waited:
         body = response.json()
         assert (body["partition"], body["offset"]) in by_position
+
+
+async def test_producer_started_at_import_fails_clearly_under_uvicorn(
+    bootstrap: str, topic_factory: TopicFactory, server_factory: type[Server]
+) -> None:
+    """The report this guards against: under uvicorn, a client started in another loop hung."""
+    topic = topic_factory(1)
+    server = server_factory(bootstrap, topic, "tests.apps.wrong_loop_app:app")  # type: ignore[call-arg]
+    await asyncio.to_thread(server.wait_ready, path="/docs")
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        responses = await asyncio.gather(*(client.post("/send") for _ in range(20)))
+    assert [r.status_code for r in responses] == [500] * 20  # at once: no timeout
+    await asyncio.to_thread(server.stop, signal.SIGINT)
+    output = server.output()
+    assert "WrongEventLoopError" in output, output
+    assert "this producer was started in event loop" in output, output
+    assert read_all_confluent(bootstrap, topic, 1, timeout=3) == []

@@ -127,6 +127,12 @@ class Producer(Generic[K, V]):
         asyncio.set_event_loop(loop)
         try:
             loop.run_forever()
+            # Normally nothing is left; after a start() that timed out, its task is.
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.wait(tasks, timeout=_SLACK))
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()

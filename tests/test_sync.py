@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -129,6 +130,18 @@ def test_bad_config_and_unreachable_cluster_raise_in_the_caller() -> None:
     with pytest.raises(KafkaConnectionError, match="unable to bootstrap"):
         Producer(bootstrap_servers="127.0.0.1:1", request_timeout_ms=2000)
     assert not _facade_threads()
+
+
+def test_a_broker_that_never_answers_fails_the_constructor_and_leaves_nothing() -> None:
+    """A listener that accepts connections but never replies (a hung broker)."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        with pytest.raises(KafkaConnectionError, match=f"127.0.0.1:{port}: no answer in time"):
+            Producer(bootstrap_servers=f"127.0.0.1:{port}", request_timeout_ms=1000)
+        assert not _facade_threads()
+        assert not _sockets_to(port)
 
 
 def test_close_is_idempotent_and_leaves_no_thread_or_socket(

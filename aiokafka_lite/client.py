@@ -275,7 +275,7 @@ class NetworkClient:
             except (KafkaError, TimeoutError) as e:
                 errors.append(
                     f"{self._bootstrap.nodes[node_id].host}:"
-                    f"{self._bootstrap.nodes[node_id].port}: {e or 'timed out'}"
+                    f"{self._bootstrap.nodes[node_id].port}: {str(e) or 'no answer in time'}"
                 )
                 continue
             self.metadata.update(Cluster.from_metadata(response), time.monotonic())

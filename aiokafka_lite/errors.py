@@ -258,6 +258,7 @@ __all__ = [
     "UnsupportedSaslMechanismError",
     "UnsupportedVersionError",
     "VoterNotFoundError",
+    "WrongEventLoopError",
     "error_from_response",
     "for_code",
 ]
@@ -300,6 +301,15 @@ class IllegalStateError(KafkaError):
 
 class ProducerNotStartedError(IllegalStateError):
     """The producer was used before ``start()``."""
+
+
+class WrongEventLoopError(IllegalStateError, RuntimeError):
+    """The producer was used from an event loop other than the one that started it.
+
+    Its connections, timers and futures belong to that loop; a producer is
+    started and used in one loop (e.g. in an ASGI app's lifespan), or from
+    threads through :class:`aiokafka_lite.sync.Producer`.
+    """
 
 
 class ProducerClosedError(IllegalStateError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -32,6 +33,7 @@ from .errors import (
     ProducerNotStartedError,
     RecordTooLargeError,
     SerializationError,
+    WrongEventLoopError,
     error_from_response,
 )
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
@@ -59,6 +61,9 @@ _SEND_MANY_CHUNK = 4096
 _FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
 
 _NEW, _STARTED, _FAILED, _CLOSING, _CLOSED = range(5)
+
+# Bound once: send() calls it on every record to catch use from a wrong loop.
+_running_loop = asyncio.get_running_loop
 
 
 class BatchBuilder:
@@ -136,6 +141,7 @@ class AIOKafkaProducer(Generic[K, V]):
         self._state = _NEW
         self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = ""
         self._client: NetworkClient
         self._acc: RecordAccumulator
         self._sender: Sender
@@ -152,6 +158,7 @@ class AIOKafkaProducer(Generic[K, V]):
             raise IllegalStateError("start() may be called once per producer")
         cfg = self._config
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.current_thread().name
         self._client = NetworkClient(cfg, self._wakeup)
         self._metadata = self._client.metadata
         self._acc = RecordAccumulator(
@@ -206,6 +213,7 @@ class AIOKafkaProducer(Generic[K, V]):
         if self._state == _NEW:
             self._state = _CLOSED
             return
+        self._check_loop()
         self._state = _CLOSING
         if timeout is None:
             timeout = self._config.delivery_timeout_ms / 1000
@@ -241,12 +249,34 @@ class AIOKafkaProducer(Generic[K, V]):
     ) -> None:
         await self.stop()
 
+    def _check_loop(self) -> None:
+        """Raise :class:`WrongEventLoopError` unless called in the loop that started us.
+
+        Used from another loop, our futures and timers would never fire there
+        (or fire in a loop nobody awaits): fail at once instead of hanging.
+        """
+        try:
+            current: asyncio.AbstractEventLoop | None = _running_loop()
+        except RuntimeError:
+            current = None
+        if current is self._loop:
+            return
+        where = "outside any event loop" if current is None else f"in event loop {current!r}"
+        started = f"event loop {self._loop!r}"
+        if self._loop is not None and self._loop.is_closed():
+            started += " (closed since)"
+        raise WrongEventLoopError(
+            f"this producer was started in {started} in thread {self._loop_thread!r}, "
+            f"but is used {where} in thread {threading.current_thread().name!r}. "
+            "A producer belongs to the event loop that started it: create and start it "
+            "in the loop that uses it (e.g. in FastAPI's lifespan, not at import time or "
+            "in a separate asyncio.run()), or use aiokafka_lite.sync.Producer from "
+            "threads and non-async code"
+        )
+
     def _check_running(self) -> None:
         if self._state == _STARTED:
-            if asyncio.get_running_loop() is not self._loop:
-                raise IllegalStateError(
-                    "this producer was started in another event loop; create one per loop"
-                )
+            self._check_loop()
             return
         if self._state == _NEW:
             raise ProducerNotStartedError(
@@ -373,7 +403,7 @@ class AIOKafkaProducer(Generic[K, V]):
         most ``max_block_ms``. Errors about this record (too large, bad
         partition, serializer failure) raise here and affect nothing else.
         """
-        if self._state != _STARTED:
+        if self._state != _STARTED or _running_loop() is not self._loop:
             self._check_running()
         parts = self._metadata.partitions_by_topic.get(topic)
         if parts is None:

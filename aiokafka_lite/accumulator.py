@@ -445,6 +445,8 @@ class RecordAccumulator:
             added = len(batch.buf) - before + header
             batch.memory += added
             self.used += added - reserved
+            if reserved and self._waiters:
+                self._grant()  # what the run left of its reservation may let the next one in
             reserved = 0
             if end > pos:
                 self._add_bulk_slots(batch, delivery, order[pos:end], timestamp)
@@ -500,6 +502,8 @@ class RecordAccumulator:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
         await self.reserve(size, topic, timeout)
         fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=size)
+        if self._waiters:
+            self._grant()  # size is an upper bound: what the record left may let the next one in
         # With the memory reserved, append cannot refuse the record.
         return cast("asyncio.Future[RecordMetadata]", fut)
 

@@ -1,0 +1,82 @@
+"""RecordAccumulator's memory budget and its bulk path, at unit level.
+
+No broker here, on purpose: these tests need the accumulator in states a
+running sender would leave at once (memory held by a batch that is "in
+flight" until the test says it is done, a shutdown landing while send_many is
+between two batches). The end-to-end behaviour is in test_send_many.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiokafka_lite.accumulator import BulkDelivery, ProducerBatch, RecordAccumulator
+
+TS = 1_700_000_000_000
+
+
+def accumulator(buffer_memory: int, batch_size: int = 1000) -> RecordAccumulator:
+    return RecordAccumulator(
+        batch_size=batch_size,
+        linger_ms=0,
+        buffer_memory=buffer_memory,
+        delivery_timeout_ms=60_000,
+        max_in_flight_per_partition=1,
+        wakeup=lambda: None,
+    )
+
+
+def hold(acc: RecordAccumulator, value_size: int) -> ProducerBatch:
+    """Append one record to partition 0 and take its batch as the sender would."""
+    assert acc.append("t", 0, TS, None, b"x" * value_size, None, value_size + 100) is not None
+    q = acc.queue_for("t", 0)
+    (batch,) = acc.drain([q], 1 << 20)
+    return batch
+
+
+def deliver(acc: RecordAccumulator, batch: ProducerBatch) -> None:
+    acc.in_flight_done(batch)
+    batch.complete(0, -1, 0)
+    acc.deallocate(batch)
+
+
+async def waiting(acc: RecordAccumulator, n: int) -> None:
+    async with asyncio.timeout(2):
+        while acc.waiting_for_memory != n:
+            await asyncio.sleep(0)
+
+
+async def test_memory_reserved_but_unused_by_append_wait_goes_to_the_next_waiter() -> None:
+    acc = accumulator(2000)
+    held = hold(acc, 1400)
+    # The first waiter reserves a loose upper bound (1000) for a small record;
+    # the second needs 1100, which fits as soon as the first gives back its rest.
+    first = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 1000, 5))
+    await waiting(acc, 1)
+    second = asyncio.create_task(acc.append_wait("t", 2, TS, None, b"b", None, 1100, 5))
+    await waiting(acc, 2)
+    deliver(acc, held)
+    await asyncio.wait_for(first, 2)
+    assert acc.waiting_for_memory == 0, "the unused reservation was kept from the next waiter"
+    await asyncio.wait_for(second, 2)
+    assert acc.used <= acc.limit
+
+
+async def test_memory_reserved_but_unused_by_append_many_goes_to_the_next_waiter() -> None:
+    acc = accumulator(2000)
+    held = hold(acc, 1400)
+    blocked = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 600, 5))
+    await waiting(acc, 1)
+    delivery = BulkDelivery(acc.create_future(), "t", 1)
+    # Behind a waiter, append_many reserves a whole batch (1000) for one small record.
+    bulk = asyncio.create_task(
+        acc.append_many("t", 2, TS, [None], [b"small"], [0], delivery, timeout=5)
+    )
+    await waiting(acc, 2)
+    last = asyncio.create_task(acc.append_wait("t", 3, TS, None, b"b", None, 500, 5))
+    await waiting(acc, 3)
+    deliver(acc, held)  # grants 600 + 1000; 500 more does not fit yet
+    await asyncio.wait_for(blocked, 2)
+    await asyncio.wait_for(bulk, 2)
+    assert acc.waiting_for_memory == 0, "the unused reservation was kept from the next waiter"
+    await asyncio.wait_for(last, 2)

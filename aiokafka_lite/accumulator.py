@@ -300,6 +300,9 @@ class RecordAccumulator:
         self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
         self._flushing = 0
         self.closing = False
+        # Set by abort_undrained (the producer stopped or failed for good): no
+        # sender will take another batch, so nothing may be appended after it.
+        self.shut_down: BaseException | None = None
         # Told how long each wait for buffer memory took (the producer's metrics).
         self.on_wait: Callable[[float], None] | None = None
 
@@ -410,6 +413,11 @@ class RecordAccumulator:
         q = self.queue_for(topic, partition)
         pos, total, reserved = 0, len(order), 0
         while pos < total:
+            if self.shut_down is not None:  # while this call awaited
+                if reserved:
+                    self._release(reserved)
+                self._fail_records(delivery, order[pos:], self.shut_down)
+                return
             i = order[pos]
             need = _bulk_record_bound(keys[i], values[i])
             batches = q.batches
@@ -429,9 +437,7 @@ class RecordAccumulator:
                     reserved = min(max(need, q.batch_limit), self.limit)
                     await self.reserve(reserved, topic, timeout)
                 except KafkaError as e:
-                    reserved = 0
-                    for j in order[pos:]:
-                        delivery.record_failed(j, e)
+                    self._fail_records(delivery, order[pos:], e)
                     return
                 continue
             header = 0
@@ -455,6 +461,11 @@ class RecordAccumulator:
                 batch.full = True
                 self._wakeup()
                 await asyncio.sleep(0)  # let the sender take the full batch
+
+    @staticmethod
+    def _fail_records(delivery: BulkDelivery, indices: list[int], exc: BaseException) -> None:
+        for i in indices:
+            delivery.record_failed(i, exc)
 
     @staticmethod
     def _add_bulk_slots(
@@ -501,6 +512,7 @@ class RecordAccumulator:
     ) -> asyncio.Future[RecordMetadata]:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
         await self.reserve(size, topic, timeout)
+        self._check_not_shut_down(size)
         fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=size)
         if self._waiters:
             self._grant()  # size is an upper bound: what the record left may let the next one in
@@ -514,6 +526,7 @@ class RecordAccumulator:
         size = len(builder.buf)
         if self.used + size > self.limit or self._waiters:
             await self.reserve(size, topic, timeout)
+            self._check_not_shut_down(size)
         else:
             self.used += size
         q = self.queue_for(topic, partition)
@@ -563,6 +576,12 @@ class RecordAccumulator:
         finally:
             if self.on_wait is not None:
                 self.on_wait(time.monotonic() - started)
+
+    def _check_not_shut_down(self, reserved: int) -> None:
+        # Memory granted just before the shutdown: the grant's waiter runs after it.
+        if self.shut_down is not None:
+            self._release(reserved)
+            raise self.shut_down
 
     def _abandon(self, entry: tuple[int, asyncio.Future[None]]) -> None:
         size, grant = entry
@@ -720,7 +739,8 @@ class RecordAccumulator:
             await asyncio.wait(pending)
 
     def abort_undrained(self, exc: KafkaError) -> list[ProducerBatch]:
-        """Fail every batch not yet handed to the sender."""
+        """Fail every batch not yet handed to the sender, and refuse appends from now on."""
+        self.shut_down = exc
         aborted = []
         for q in list(self._nonempty):
             while q.batches:

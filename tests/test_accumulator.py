@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from aiokafka_lite.accumulator import BulkDelivery, ProducerBatch, RecordAccumulator
+from aiokafka_lite.errors import DeliveryFailedError, KafkaTimeoutError
 
 TS = 1_700_000_000_000
 
@@ -80,3 +83,42 @@ async def test_memory_reserved_but_unused_by_append_many_goes_to_the_next_waiter
     await asyncio.wait_for(bulk, 2)
     assert acc.waiting_for_memory == 0, "the unused reservation was kept from the next waiter"
     await asyncio.wait_for(last, 2)
+
+
+async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> None:
+    # batch_size 200 and 50 records of ~60 bytes: several batches, and
+    # append_many yields after each one fills.
+    acc = accumulator(1 << 20, batch_size=200)
+    delivery = BulkDelivery(acc.create_future(), "t", 50)
+    values: list[bytes | None] = [b"v" * 50] * 50
+    bulk = asyncio.create_task(
+        acc.append_many("t", 0, TS, [None] * 50, values, list(range(50)), delivery, timeout=5)
+    )
+    await asyncio.sleep(0)  # append_many fills the first batch and yields
+    assert not bulk.done()
+    stopped = KafkaTimeoutError("the producer was stopped")
+    aborted = acc.abort_undrained(stopped)  # what Sender.stop does once its timeout is up
+    assert aborted
+    await asyncio.wait_for(bulk, 2)
+    delivery.seal()
+
+    assert delivery.future.done(), "records appended after the shutdown are never reported"
+    with pytest.raises(DeliveryFailedError) as info:
+        delivery.future.result()
+    assert sorted(info.value.errors) == list(range(50))
+    assert all(e is stopped for e in info.value.errors.values())
+    assert not acc.has_incomplete() and acc.used == 0
+
+
+async def test_append_wait_refuses_after_the_accumulator_is_shut_down() -> None:
+    acc = accumulator(2000)
+    held = hold(acc, 1400)
+    waiter = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 1000, 5))
+    await waiting(acc, 1)
+    deliver(acc, held)  # grants the waiter; it has not run yet
+    stopped = KafkaTimeoutError("the producer was stopped")
+    acc.fail_waiters(stopped)
+    acc.abort_undrained(stopped)
+    with pytest.raises(KafkaTimeoutError):
+        await asyncio.wait_for(waiter, 2)
+    assert not acc.has_incomplete() and acc.used == 0

@@ -29,7 +29,7 @@ from typing import Any, cast
 
 from .compression import Compressor
 from .errors import DeliveryFailedError, KafkaError, KafkaTimeoutError, RecordTooLargeError
-from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
+from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder, record_size
 from .structs import DeliveryReport, DeliverySegment, RecordMetadata, TopicPartition
 
 __all__ = ["BulkDelivery", "PartitionQueue", "ProducerBatch", "RecordAccumulator"]
@@ -43,11 +43,6 @@ _RATIO_MARGIN = 1.05
 
 TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
-
-
-def _bulk_record_bound(key: bytes | None, value: bytes | None) -> int:
-    """Upper bound of the encoded size of a record without headers."""
-    return 36 + (0 if key is None else len(key)) + (0 if value is None else len(value))
 
 
 def _too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeError:
@@ -419,7 +414,7 @@ class RecordAccumulator:
                 self._fail_records(delivery, order[pos:], self.shut_down)
                 return
             i = order[pos]
-            need = _bulk_record_bound(keys[i], values[i])
+            need = record_size(keys[i], values[i], None)
             batches = q.batches
             batch = batches[-1] if batches and not batches[-1].full else None
             if batch is None:

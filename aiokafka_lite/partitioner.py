@@ -142,8 +142,9 @@ class StickyPartitioner:
 
     Sending every keyless record of a topic to one partition until its batch is sealed
     fills batches faster than round-robin, which means fewer, larger requests and lower
-    latency. The accumulator calls :meth:`on_new_batch` when the sticky partition's batch
-    is sealed, which moves the topic to a different partition so load still spreads out.
+    latency. The producer calls :meth:`on_new_batch` once about ``batch_size`` bytes went
+    to the sticky partition (KIP-794), which moves the topic to a different partition so
+    load still spreads out.
 
     Like Kafka's ``StickyPartitionCache``, :meth:`partition` does not re-check
     availability: the sticky choice is only revisited on :meth:`on_new_batch`.
@@ -159,7 +160,7 @@ class StickyPartitioner:
     def partition(self, topic: str, available: Sequence[int], num_partitions: int) -> int:
         """The topic's current sticky partition, choosing one on first use."""
         part = self._current.get(topic)
-        if part is None:
+        if part is None or part >= num_partitions:  # (the topic was created again, smaller)
             part = self._current[topic] = self._choose(available, num_partitions, None)
         return part
 
@@ -192,7 +193,3 @@ class StickyPartitioner:
         skip = choices.index(exclude)
         i = self._rng.randrange(count - 1)
         return choices[i + 1 if i >= skip else i]
-
-    def forget(self, topic: str) -> None:
-        """Drop the topic's sticky choice (e.g. when its partition count changed)."""
-        self._current.pop(topic, None)

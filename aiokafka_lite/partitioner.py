@@ -106,10 +106,6 @@ class KeyHashCache:
         self._capacity = capacity
         self._cache: dict[bytes, int] = {}
 
-    @property
-    def capacity(self) -> int:
-        return self._capacity
-
     def __len__(self) -> int:
         return len(self._cache)
 
@@ -132,9 +128,6 @@ class KeyHashCache:
     def partition(self, key: bytes, num_partitions: int) -> int:
         """``default_partition(key, num_partitions)`` through the cache."""
         return self.hash(key) % num_partitions
-
-    def clear(self) -> None:
-        self._cache.clear()
 
 
 class StickyPartitioner:

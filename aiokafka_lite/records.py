@@ -53,7 +53,6 @@ NO_SEQUENCE = -1
 MAGIC = 2
 
 ATTR_TRANSACTIONAL = 0x10
-ATTR_CONTROL = 0x20
 
 Header = tuple[str, bytes | None]
 

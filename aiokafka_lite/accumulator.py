@@ -408,54 +408,75 @@ class RecordAccumulator:
         q = self.queue_for(topic, partition)
         pos, total, reserved = 0, len(order), 0
         while pos < total:
-            if self.shut_down is not None:  # while this call awaited
+            if self.shut_down is not None:  # it happened while this call awaited
                 if reserved:
                     self._release(reserved)
                 self._fail_records(delivery, order[pos:], self.shut_down)
                 return
             i = order[pos]
+            batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
             need = record_size(keys[i], values[i], None)
-            batches = q.batches
-            batch = batches[-1] if batches and not batches[-1].full else None
             if batch is None:
                 need += BATCH_HEADER_SIZE
             budget = reserved or (0 if self._waiters else self.limit - self.used)
-            if budget < need:
-                if reserved:  # reserved for a batch that has since been taken
-                    self._release(reserved)
-                if need > self.limit:
+            if budget >= need:
+                if batch is None:
+                    batch = self._new_batch(q, timestamp)
+                    budget -= BATCH_HEADER_SIZE
+                    batch.memory += BATCH_HEADER_SIZE
+                    self.used += BATCH_HEADER_SIZE
+                start = pos
+                pos = self._append_run(batch, timestamp, keys, values, order, pos, budget)
+                if pos > start:
+                    self._add_bulk_slots(batch, delivery, order[start:pos], timestamp)
+                if reserved:
+                    self._release(reserved)  # the run's bytes are counted in used instead
                     reserved = 0
-                    delivery.record_failed(i, _too_large_for_buffer(need, topic, self.limit))
-                    pos += 1
-                    continue
-                try:
-                    reserved = min(max(need, q.batch_limit), self.limit)
-                    await self.reserve(reserved, topic, timeout)
-                except KafkaError as e:
-                    self._fail_records(delivery, order[pos:], e)
-                    return
+                if batch.full:
+                    self._wakeup()
+                    if pos < total:
+                        await asyncio.sleep(0)  # let the sender take the full batch
                 continue
-            header = 0
-            if batch is None:
-                batch = self._new_batch(q, timestamp)
-                header = BATCH_HEADER_SIZE
-            before = len(batch.buf)
-            end = batch.append_many(
-                timestamp, keys, values, order, pos, q.batch_limit, budget - header
-            )
-            added = len(batch.buf) - before + header
-            batch.memory += added
-            self.used += added - reserved
-            if reserved and self._waiters:
-                self._grant()  # what the run left of its reservation may let the next one in
-            reserved = 0
-            if end > pos:
-                self._add_bulk_slots(batch, delivery, order[pos:end], timestamp)
-                pos = end
-            if pos < total and len(batch.buf) + need > q.batch_limit:
+            if reserved:  # reserved for a batch that has since been taken
+                self._release(reserved)
+                reserved = 0
+            if need > self.limit:
+                delivery.record_failed(i, _too_large_for_buffer(need, topic, self.limit))
+                pos += 1
+                continue
+            reserved = min(max(need, q.batch_limit), self.limit)
+            try:
+                await self.reserve(reserved, topic, timeout)
+            except KafkaError as e:
+                self._fail_records(delivery, order[pos:], e)
+                return
+
+    def _append_run(
+        self,
+        batch: ProducerBatch,
+        timestamp: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        order: list[int],
+        pos: int,
+        budget: int,
+    ) -> int:
+        """Encode ``order[pos:]`` into ``batch`` up to its limit or ``budget`` bytes.
+
+        Counts the bytes in ``used``; marks the batch full when the next record
+        would not fit its limit. Returns the position it stopped at.
+        """
+        limit = batch.queue.batch_limit
+        before = len(batch.buf)
+        end = batch.append_many(timestamp, keys, values, order, pos, limit, budget)
+        added = len(batch.buf) - before
+        batch.memory += added
+        self.used += added
+        if end < len(order):
+            i = order[end]
+            if len(batch.buf) + record_size(keys[i], values[i], None) > limit:
                 batch.full = True
-                self._wakeup()
-                await asyncio.sleep(0)  # let the sender take the full batch
+        return end
 
     @staticmethod
     def _fail_records(delivery: BulkDelivery, indices: list[int], exc: BaseException) -> None:

@@ -201,8 +201,7 @@ class TransactionManager:
         self._enter(op)
         self.state = TxnState.COMMITTING
         try:
-            await self._flush()
-            await self._adds_settled()
+            await self._delivered_within_max_block()
             if self.state is not TxnState.COMMITTING:
                 self._check_usable(op)  # raises, naming what broke the transaction
             if self._started:
@@ -379,6 +378,18 @@ class TransactionManager:
         error.__cause__ = cause
         self._acc.fail_waiters(error)
         self._abort_queued(error)
+
+    async def _delivered_within_max_block(self) -> None:
+        """Every record of the transaction delivered (or failed), and its partitions added."""
+        try:
+            async with asyncio.timeout(self._max_block):
+                await self._flush()
+                await self._adds_settled()
+        except TimeoutError:
+            raise KafkaTimeoutError(
+                "commit_transaction(): the transaction's records were not all delivered "
+                f"within max_block_ms ({self._config.max_block_ms} ms); call it again"
+            ) from None
 
     async def _flush(self) -> None:
         # Each record resolves within delivery_timeout_ms, so this ends.

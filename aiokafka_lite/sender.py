@@ -36,6 +36,7 @@ from .errors import (
     KafkaTimeoutError,
     OutOfOrderSequenceNumberError,
     PartitionAbortedError,
+    ProducerClosedError,
     ProtocolError,
     UnsupportedCompressionTypeError,
     error_from_response,
@@ -135,7 +136,13 @@ class Sender:
             "the producer was stopped before this record was delivered "
             f"(stop timeout {timeout:.1f}s)"
         )
-        self._acc.fail_waiters(exc)
+        # A send() still waiting for memory never got in: closed on, not timed out
+        # (Java's "Producer closed while allocating memory").
+        self._acc.fail_waiters(
+            ProducerClosedError(
+                "the producer was stopped while this record waited for buffer memory"
+            )
+        )
         for batch in self._acc.abort_undrained(exc):
             log.debug("aborted %r on stop", batch)
         for batch in list(self._in_flight):

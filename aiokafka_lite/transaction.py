@@ -495,39 +495,10 @@ class TransactionManager:
                 group_id=group_id,
                 producer_id=self.idem.producer_id,
                 producer_epoch=self.idem.epoch,
-                topics=[
-                    TxnOffsetCommitRequestTopic(
-                        topic,
-                        [
-                            TxnOffsetCommitRequestPartition(
-                                partition_index=p,
-                                committed_offset=om.offset,
-                                committed_metadata=om.metadata,
-                            )
-                            for p, om in sorted(parts.items())
-                        ],
-                    )
-                    for topic, parts in remaining.items()
-                ],
+                topics=_offset_commit_topics(remaining),
             )
             response: TxnOffsetCommitResponse = await self._to_coordinator(GROUP, group_id, request)
-            first: BrokerResponseError | None = None
-            for topic_result in response.topics:
-                parts = remaining.get(topic_result.name, {})
-                for p in topic_result.partitions:
-                    if p.error_code == 0:
-                        parts.pop(p.partition_index, None)
-                        continue
-                    error = error_from_response(
-                        p.error_code,
-                        topic=topic_result.name,
-                        partition=p.partition_index,
-                        message=f"TxnOffsetCommit for group {group_id!r}",
-                    )
-                    if first is None or not error.retriable:
-                        first = error
-            for topic in [t for t, ps in remaining.items() if not ps]:
-                del remaining[topic]
+            first = _take_committed(response, remaining, group_id)
             if first is not None:
                 self._coordinator_error(first, GROUP, group_id)
                 raise first
@@ -703,6 +674,50 @@ class TransactionManager:
         log.debug("coordinator of %s %r: node %s", kind, key, coordinator)
         self._coordinators[(key_type, key)] = coordinator
         return coordinator
+
+
+def _offset_commit_topics(
+    topics: dict[str, dict[int, OffsetAndMetadata]],
+) -> list[TxnOffsetCommitRequestTopic]:
+    return [
+        TxnOffsetCommitRequestTopic(
+            topic,
+            [
+                TxnOffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=om.offset, committed_metadata=om.metadata
+                )
+                for p, om in sorted(parts.items())
+            ],
+        )
+        for topic, parts in topics.items()
+    ]
+
+
+def _take_committed(
+    response: TxnOffsetCommitResponse,
+    remaining: dict[str, dict[int, OffsetAndMetadata]],
+    group_id: str,
+) -> BrokerResponseError | None:
+    """Drop the committed partitions from ``remaining``; return the error worth raising
+    (a non-retriable one before a retriable one), if any partition failed."""
+    first: BrokerResponseError | None = None
+    for topic_result in response.topics:
+        parts = remaining.get(topic_result.name, {})
+        for p in topic_result.partitions:
+            if p.error_code == 0:
+                parts.pop(p.partition_index, None)
+                continue
+            error = error_from_response(
+                p.error_code,
+                topic=topic_result.name,
+                partition=p.partition_index,
+                message=f"TxnOffsetCommit for group {group_id!r}",
+            )
+            if first is None or not error.retriable:
+                first = error
+    for topic in [t for t, ps in remaining.items() if not ps]:
+        del remaining[topic]
+    return first
 
 
 def _offset_topics(

@@ -256,6 +256,13 @@ class PartitionQueue:
 
 
 class RecordAccumulator:
+    """The partition queues and the ``buffer_memory`` budget of one producer.
+
+    ``used`` counts the bytes held by batches not yet finished, plus memory
+    granted to waiters and not yet spent; every path that finishes a batch
+    ends in :meth:`deallocate`.
+    """
+
     def __init__(
         self,
         *,

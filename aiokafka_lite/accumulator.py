@@ -245,8 +245,9 @@ class PartitionQueue:
 
     def __init__(self, topic: str, partition: int, batch_limit: int) -> None:
         self.tp = TopicPartition(topic, partition)
-        # Uncompressed bytes a batch may take: batch_size, or more when the
-        # topic's records compress well (so compressed batches near batch_size).
+        # Uncompressed bytes the open batch may take: batch_size, or more when
+        # the topic's records compress well (so compressed batches near
+        # batch_size); set from the topic's estimate when a batch is created.
         self.batch_limit = batch_limit
         self.batches: collections.deque[ProducerBatch] = collections.deque()
         self.in_flight = 0
@@ -280,6 +281,7 @@ class RecordAccumulator:
         self._compress = compress
         self._codec_id = codec_id
         self._ratios: dict[str, float] = {}  # topic -> estimated compressed/raw
+        self._limits: dict[str, int] = {}  # topic -> batch_limit for its next batches
         self._loop = loop = asyncio.get_running_loop()
         # One future per record: asyncio's loop.create_future is a Python-level
         # wrapper around the C Future; calling the class directly halves the
@@ -316,7 +318,7 @@ class RecordAccumulator:
             parts = self._queues[topic] = {}
         q = parts.get(partition)
         if q is None:
-            limit = self._limit_for(self._ratios.get(topic, 1.0))
+            limit = self._limits.get(topic) or self._limit_for(1.0)
             q = parts[partition] = PartitionQueue(topic, partition, limit)
         return q
 
@@ -346,9 +348,9 @@ class RecordAccumulator:
             estimate = max(observed, estimate - _RATIO_IMPROVE)
         estimate = min(estimate, 1.0)
         self._ratios[topic] = estimate
-        limit = self._limit_for(estimate)
-        for q in self._queues.get(topic, {}).values():
-            q.batch_limit = limit
+        # Taken up by each partition's next batch (see _new_batch): not a loop
+        # over the topic's partitions per batch sent.
+        self._limits[topic] = self._limit_for(estimate)
 
     def append(
         self,
@@ -506,6 +508,8 @@ class RecordAccumulator:
         batch.timestamps.extend([timestamp] * len(indices))
 
     def _new_batch(self, q: PartitionQueue, timestamp: int) -> ProducerBatch:
+        if self._compress is not None:
+            q.batch_limit = self._limits.get(q.tp.topic, q.batch_limit)
         batch = ProducerBatch(
             q,
             timestamp,

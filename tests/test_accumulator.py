@@ -13,6 +13,7 @@ import asyncio
 import pytest
 
 from aiokafka_lite.accumulator import BulkDelivery, ProducerBatch, RecordAccumulator
+from aiokafka_lite.compression import get_codec
 from aiokafka_lite.errors import DeliveryFailedError, KafkaTimeoutError
 
 TS = 1_700_000_000_000
@@ -122,3 +123,32 @@ async def test_append_wait_refuses_after_the_accumulator_is_shut_down() -> None:
     with pytest.raises(KafkaTimeoutError):
         await asyncio.wait_for(waiter, 2)
     assert not acc.has_incomplete() and acc.used == 0
+
+
+async def test_a_learned_compression_ratio_sizes_every_partitions_next_batch() -> None:
+    codec = get_codec("gzip")
+    assert codec is not None
+    acc = RecordAccumulator(
+        batch_size=1000,
+        linger_ms=0,
+        buffer_memory=1 << 20,
+        delivery_timeout_ms=60_000,
+        max_in_flight_per_partition=1,
+        wakeup=lambda: None,
+        compress=codec.compressor(None),
+        codec_id=codec.id,
+    )
+    assert acc.append("t", 0, TS, None, b"a", None, 200) is not None
+    open_batch = acc.queue_for("t", 0).batches[-1]
+    acc.observe_compression("t", raw=10_000, compressed=2_000)  # 5:1
+    expected = int(1000 / (0.2 * 1.05))  # batch_size / (ratio with Java's 5% margin)
+    # A partition never used before, and one whose open batch is taken: their
+    # next batches may hold that much uncompressed.
+    assert acc.append("t", 1, TS, None, b"b", None, 200) is not None
+    assert acc.queue_for("t", 1).batch_limit == expected
+    open_batch.full = True
+    assert acc.append("t", 0, TS, None, b"c", None, 200) is not None
+    assert acc.queue_for("t", 0).batches[-1] is not open_batch
+    assert acc.queue_for("t", 0).batch_limit == expected
+    # Another topic has learned nothing: ratio 1.0, with the margin.
+    assert acc.queue_for("other", 0).batch_limit == int(1000 / 1.05)

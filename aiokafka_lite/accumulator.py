@@ -29,7 +29,7 @@ from typing import Any, cast
 
 from .compression import Compressor
 from .errors import DeliveryFailedError, KafkaError, KafkaTimeoutError, RecordTooLargeError
-from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
+from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder, record_size
 from .structs import DeliveryReport, DeliverySegment, RecordMetadata, TopicPartition
 
 __all__ = ["BulkDelivery", "PartitionQueue", "ProducerBatch", "RecordAccumulator"]
@@ -43,11 +43,6 @@ _RATIO_MARGIN = 1.05
 
 TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
-
-
-def _bulk_record_bound(key: bytes | None, value: bytes | None) -> int:
-    """Upper bound of the encoded size of a record without headers."""
-    return 36 + (0 if key is None else len(key)) + (0 if value is None else len(value))
 
 
 def _too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeError:
@@ -250,8 +245,9 @@ class PartitionQueue:
 
     def __init__(self, topic: str, partition: int, batch_limit: int) -> None:
         self.tp = TopicPartition(topic, partition)
-        # Uncompressed bytes a batch may take: batch_size, or more when the
-        # topic's records compress well (so compressed batches near batch_size).
+        # Uncompressed bytes the open batch may take: batch_size, or more when
+        # the topic's records compress well (so compressed batches near
+        # batch_size); set from the topic's estimate when a batch is created.
         self.batch_limit = batch_limit
         self.batches: collections.deque[ProducerBatch] = collections.deque()
         self.in_flight = 0
@@ -261,6 +257,13 @@ class PartitionQueue:
 
 
 class RecordAccumulator:
+    """The partition queues and the ``buffer_memory`` budget of one producer.
+
+    ``used`` counts the bytes held by batches not yet finished, plus memory
+    granted to waiters and not yet spent; every path that finishes a batch
+    ends in :meth:`deallocate`.
+    """
+
     def __init__(
         self,
         *,
@@ -278,6 +281,7 @@ class RecordAccumulator:
         self._compress = compress
         self._codec_id = codec_id
         self._ratios: dict[str, float] = {}  # topic -> estimated compressed/raw
+        self._limits: dict[str, int] = {}  # topic -> batch_limit for its next batches
         self._loop = loop = asyncio.get_running_loop()
         # One future per record: asyncio's loop.create_future is a Python-level
         # wrapper around the C Future; calling the class directly halves the
@@ -300,6 +304,9 @@ class RecordAccumulator:
         self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
         self._flushing = 0
         self.closing = False
+        # Set by abort_undrained (the producer stopped or failed for good): no
+        # sender will take another batch, so nothing may be appended after it.
+        self.shut_down: BaseException | None = None
         # Told how long each wait for buffer memory took (the producer's metrics).
         self.on_wait: Callable[[float], None] | None = None
 
@@ -311,7 +318,7 @@ class RecordAccumulator:
             parts = self._queues[topic] = {}
         q = parts.get(partition)
         if q is None:
-            limit = self._limit_for(self._ratios.get(topic, 1.0))
+            limit = self._limits.get(topic) or self._limit_for(1.0)
             q = parts[partition] = PartitionQueue(topic, partition, limit)
         return q
 
@@ -341,9 +348,9 @@ class RecordAccumulator:
             estimate = max(observed, estimate - _RATIO_IMPROVE)
         estimate = min(estimate, 1.0)
         self._ratios[topic] = estimate
-        limit = self._limit_for(estimate)
-        for q in self._queues.get(topic, {}).values():
-            q.batch_limit = limit
+        # Taken up by each partition's next batch (see _new_batch): not a loop
+        # over the topic's partitions per batch sent.
+        self._limits[topic] = self._limit_for(estimate)
 
     def append(
         self,
@@ -410,49 +417,80 @@ class RecordAccumulator:
         q = self.queue_for(topic, partition)
         pos, total, reserved = 0, len(order), 0
         while pos < total:
+            if self.shut_down is not None:  # it happened while this call awaited
+                if reserved:
+                    self._release(reserved)
+                self._fail_records(delivery, order[pos:], self.shut_down)
+                return
             i = order[pos]
-            need = _bulk_record_bound(keys[i], values[i])
-            batches = q.batches
-            batch = batches[-1] if batches and not batches[-1].full else None
+            batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
+            need = record_size(keys[i], values[i], None)
             if batch is None:
                 need += BATCH_HEADER_SIZE
             budget = reserved or (0 if self._waiters else self.limit - self.used)
-            if budget < need:
-                if reserved:  # reserved for a batch that has since been taken
-                    self._release(reserved)
-                if need > self.limit:
+            if budget >= need:
+                if batch is None:
+                    batch = self._new_batch(q, timestamp)
+                    budget -= BATCH_HEADER_SIZE
+                    batch.memory += BATCH_HEADER_SIZE
+                    self.used += BATCH_HEADER_SIZE
+                start = pos
+                pos = self._append_run(batch, timestamp, keys, values, order, pos, budget)
+                if pos > start:
+                    self._add_bulk_slots(batch, delivery, order[start:pos], timestamp)
+                if reserved:
+                    self._release(reserved)  # the run's bytes are counted in used instead
                     reserved = 0
-                    delivery.record_failed(i, _too_large_for_buffer(need, topic, self.limit))
-                    pos += 1
-                    continue
-                try:
-                    reserved = min(max(need, q.batch_limit), self.limit)
-                    await self.reserve(reserved, topic, timeout)
-                except KafkaError as e:
-                    reserved = 0
-                    for j in order[pos:]:
-                        delivery.record_failed(j, e)
-                    return
+                if batch.full:
+                    self._wakeup()
+                    if pos < total:
+                        await asyncio.sleep(0)  # let the sender take the full batch
                 continue
-            header = 0
-            if batch is None:
-                batch = self._new_batch(q, timestamp)
-                header = BATCH_HEADER_SIZE
-            before = len(batch.buf)
-            end = batch.append_many(
-                timestamp, keys, values, order, pos, q.batch_limit, budget - header
-            )
-            added = len(batch.buf) - before + header
-            batch.memory += added
-            self.used += added - reserved
-            reserved = 0
-            if end > pos:
-                self._add_bulk_slots(batch, delivery, order[pos:end], timestamp)
-                pos = end
-            if pos < total and len(batch.buf) + need > q.batch_limit:
+            if reserved:  # reserved for a batch that has since been taken
+                self._release(reserved)
+                reserved = 0
+            if need > self.limit:
+                delivery.record_failed(i, _too_large_for_buffer(need, topic, self.limit))
+                pos += 1
+                continue
+            reserved = min(max(need, q.batch_limit), self.limit)
+            try:
+                await self.reserve(reserved, topic, timeout)
+            except KafkaError as e:
+                self._fail_records(delivery, order[pos:], e)
+                return
+
+    def _append_run(
+        self,
+        batch: ProducerBatch,
+        timestamp: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        order: list[int],
+        pos: int,
+        budget: int,
+    ) -> int:
+        """Encode ``order[pos:]`` into ``batch`` up to its limit or ``budget`` bytes.
+
+        Counts the bytes in ``used``; marks the batch full when the next record
+        would not fit its limit. Returns the position it stopped at.
+        """
+        limit = batch.queue.batch_limit
+        before = len(batch.buf)
+        end = batch.append_many(timestamp, keys, values, order, pos, limit, budget)
+        added = len(batch.buf) - before
+        batch.memory += added
+        self.used += added
+        if end < len(order):
+            i = order[end]
+            if len(batch.buf) + record_size(keys[i], values[i], None) > limit:
                 batch.full = True
-                self._wakeup()
-                await asyncio.sleep(0)  # let the sender take the full batch
+        return end
+
+    @staticmethod
+    def _fail_records(delivery: BulkDelivery, indices: list[int], exc: BaseException) -> None:
+        for i in indices:
+            delivery.record_failed(i, exc)
 
     @staticmethod
     def _add_bulk_slots(
@@ -470,6 +508,8 @@ class RecordAccumulator:
         batch.timestamps.extend([timestamp] * len(indices))
 
     def _new_batch(self, q: PartitionQueue, timestamp: int) -> ProducerBatch:
+        if self._compress is not None:
+            q.batch_limit = self._limits.get(q.tp.topic, q.batch_limit)
         batch = ProducerBatch(
             q,
             timestamp,
@@ -499,7 +539,10 @@ class RecordAccumulator:
     ) -> asyncio.Future[RecordMetadata]:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
         await self.reserve(size, topic, timeout)
+        self._check_not_shut_down(size)
         fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=size)
+        if self._waiters:
+            self._grant()  # size is an upper bound: what the record left may let the next one in
         # With the memory reserved, append cannot refuse the record.
         return cast("asyncio.Future[RecordMetadata]", fut)
 
@@ -510,6 +553,7 @@ class RecordAccumulator:
         size = len(builder.buf)
         if self.used + size > self.limit or self._waiters:
             await self.reserve(size, topic, timeout)
+            self._check_not_shut_down(size)
         else:
             self.used += size
         q = self.queue_for(topic, partition)
@@ -559,6 +603,12 @@ class RecordAccumulator:
         finally:
             if self.on_wait is not None:
                 self.on_wait(time.monotonic() - started)
+
+    def _check_not_shut_down(self, reserved: int) -> None:
+        # Memory granted just before the shutdown: the grant's waiter runs after it.
+        if self.shut_down is not None:
+            self._release(reserved)
+            raise self.shut_down
 
     def _abandon(self, entry: tuple[int, asyncio.Future[None]]) -> None:
         size, grant = entry
@@ -716,7 +766,8 @@ class RecordAccumulator:
             await asyncio.wait(pending)
 
     def abort_undrained(self, exc: KafkaError) -> list[ProducerBatch]:
-        """Fail every batch not yet handed to the sender."""
+        """Fail every batch not yet handed to the sender, and refuse appends from now on."""
+        self.shut_down = exc
         aborted = []
         for q in list(self._nonempty):
             while q.batches:

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from .client import NetworkClient
 from .cluster import Cluster, Node, PartitionInfo
 from .config import ProducerConfig
-from .errors import KafkaConnectionError, error_from_response
+from .errors import KafkaTimeoutError, error_from_response
 from .protocol.messages import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 
 __all__ = ["NewTopic", "TopicDescription", "create_topics", "describe_topics", "list_topics"]
@@ -93,7 +93,10 @@ async def _await_leaders(
         if ready.issuperset(names):
             return
         if time.monotonic() > deadline:
-            raise KafkaConnectionError(f"topics {sorted(set(names) - ready)} have no leader yet")
+            raise KafkaTimeoutError(
+                f"topics {sorted(set(names) - ready)} have no leader "
+                f"after {timeout * 1000:.0f} ms (timeout_ms)"
+            )
         await asyncio.sleep(0.05)
 
 
@@ -143,7 +146,7 @@ async def _describe(
             node = next(iter(client.metadata.cluster.nodes))
             response = await client.fetch_metadata(node, names)
     except TimeoutError:
-        raise KafkaConnectionError(f"no metadata within {timeout_ms} ms") from None
+        raise KafkaTimeoutError(f"no metadata within {timeout_ms} ms (timeout_ms)") from None
     finally:
         await client.close()
     cluster = Cluster.from_metadata(response)

@@ -1,7 +1,7 @@
 """An immutable snapshot of the cluster, as one Metadata response described it.
 
-Like Java's ``Cluster``: lookups the producer needs per batch (a partition's
-leader, the partitions led by a node, the partitions with a known leader) are
+Like Java's ``Cluster``: lookups the producer needs per record or batch (a
+topic's partitions and their leaders, the partitions with a known leader) are
 precomputed once per snapshot so that none of them costs more than a dict get.
 """
 
@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from .protocol.messages import MetadataResponse
-from .structs import TopicPartition
 
 __all__ = ["Cluster", "Node", "PartitionInfo"]
 
@@ -43,7 +42,6 @@ class Cluster:
         "cluster_id",
         "controller",
         "nodes",
-        "partitions_by_node",
         "partitions_by_topic",
         "topic_errors",
     )
@@ -71,7 +69,6 @@ class Cluster:
             by_topic.setdefault(p.topic, []).append(p)
         self.partitions_by_topic: dict[str, tuple[PartitionInfo, ...]] = {}
         self.available_partitions_by_topic: dict[str, tuple[int, ...]] = {}
-        by_node: dict[int, list[TopicPartition]] = {}
         for topic, parts in by_topic.items():
             parts.sort(key=lambda p: p.partition)
             if [p.partition for p in parts] != list(range(len(parts))):
@@ -83,10 +80,6 @@ class Cluster:
             self.available_partitions_by_topic[topic] = tuple(
                 p.partition for p in parts if p.leader != NO_LEADER
             )
-            for p in parts:
-                if p.leader != NO_LEADER:
-                    by_node.setdefault(p.leader, []).append(TopicPartition(topic, p.partition))
-        self.partitions_by_node = {n: tuple(tps) for n, tps in by_node.items()}
 
     @classmethod
     def bootstrap(cls, addresses: Iterable[tuple[str, int]]) -> Cluster:
@@ -123,10 +116,6 @@ class Cluster:
             controller=response.controller_id,
             topic_errors=errors,
         )
-
-    @property
-    def is_bootstrap(self) -> bool:
-        return all(n < 0 for n in self.nodes)
 
     def leader_for(self, topic: str, partition: int) -> int:
         parts = self.partitions_by_topic.get(topic)

@@ -60,7 +60,10 @@ when migrating. See the alias section at the end of this module.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from .structs import DeliveryReport
 
 __all__ = [
     "AuthenticationFailedError",
@@ -362,8 +365,8 @@ class DeliveryFailedError(KafkaError):
     record raises that record's exception).
     """
 
-    def __init__(self, topic: str, report: Any) -> None:
-        errors: dict[int, BaseException] = report.errors
+    def __init__(self, topic: str, report: DeliveryReport) -> None:
+        errors = report.errors
         first = min(errors)
         super().__init__(
             f"{len(errors)} of {len(report)} records for {topic!r} failed; "

@@ -67,6 +67,9 @@ class Instrumentation:
 
     def __init__(self, producer: AIOKafkaProducer[Any, Any]) -> None:
         self._producer = producer
+        # The instance's own send before tracing (interceptors and transactions
+        # put one there), restored by uninstrument(); None: the class's.
+        self._untraced: Any = None
         self._traced = False
         self._snapshot: dict[str, float] = {}
         self._snapshot_at = -1.0
@@ -80,6 +83,7 @@ class Instrumentation:
         tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider=tracer_provider)
         inject = propagate.inject if propagator is None else propagator.inject
         untraced = producer.send  # bound: the plain or the intercepted send
+        self._untraced = vars(producer).get("send")
         client_id = producer.config.client_id
 
         async def send(
@@ -143,7 +147,10 @@ class Instrumentation:
     def uninstrument(self) -> None:
         """Stop tracing sends (instruments stay registered, reporting nothing once stopped)."""
         if self._traced:
-            del self._producer.send  # back to the class's (or the interceptor's) send
+            if self._untraced is None:
+                del self._producer.send  # back to the class's send
+            else:
+                self._producer.send = self._untraced  # type: ignore[method-assign]
             self._traced = False
 
 

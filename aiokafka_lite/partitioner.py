@@ -106,10 +106,6 @@ class KeyHashCache:
         self._capacity = capacity
         self._cache: dict[bytes, int] = {}
 
-    @property
-    def capacity(self) -> int:
-        return self._capacity
-
     def __len__(self) -> int:
         return len(self._cache)
 
@@ -133,17 +129,15 @@ class KeyHashCache:
         """``default_partition(key, num_partitions)`` through the cache."""
         return self.hash(key) % num_partitions
 
-    def clear(self) -> None:
-        self._cache.clear()
-
 
 class StickyPartitioner:
     """Uniform sticky partitioning for keyless records (KIP-480, simplified).
 
     Sending every keyless record of a topic to one partition until its batch is sealed
     fills batches faster than round-robin, which means fewer, larger requests and lower
-    latency. The accumulator calls :meth:`on_new_batch` when the sticky partition's batch
-    is sealed, which moves the topic to a different partition so load still spreads out.
+    latency. The producer calls :meth:`on_new_batch` once about ``batch_size`` bytes went
+    to the sticky partition (KIP-794), which moves the topic to a different partition so
+    load still spreads out.
 
     Like Kafka's ``StickyPartitionCache``, :meth:`partition` does not re-check
     availability: the sticky choice is only revisited on :meth:`on_new_batch`.
@@ -159,7 +153,7 @@ class StickyPartitioner:
     def partition(self, topic: str, available: Sequence[int], num_partitions: int) -> int:
         """The topic's current sticky partition, choosing one on first use."""
         part = self._current.get(topic)
-        if part is None:
+        if part is None or part >= num_partitions:  # (the topic was created again, smaller)
             part = self._current[topic] = self._choose(available, num_partitions, None)
         return part
 
@@ -192,7 +186,3 @@ class StickyPartitioner:
         skip = choices.index(exclude)
         i = self._rng.randrange(count - 1)
         return choices[i + 1 if i >= skip else i]
-
-    def forget(self, topic: str) -> None:
-        """Drop the topic's sticky choice (e.g. when its partition count changed)."""
-        self._current.pop(topic, None)

@@ -35,6 +35,7 @@ __all__ = [
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
     "NO_SEQUENCE",
+    "RECORD_OVERHEAD",
     "Header",
     "RecordBatchBuilder",
     "encode_varint",
@@ -42,13 +43,16 @@ __all__ = [
 ]
 
 BATCH_HEADER_SIZE = 61
+# The most a record without headers adds beyond its key and value: length,
+# attributes, timestamp delta (varlong), offset delta, key and value lengths,
+# header count.
+RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 MAGIC = 2
 
 ATTR_TRANSACTIONAL = 0x10
-ATTR_CONTROL = 0x20
 
 Header = tuple[str, bytes | None]
 
@@ -97,7 +101,7 @@ def _encode_headers(headers: Sequence[Header]) -> bytes:
 
 def record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header] | None) -> int:
     """Upper bound of a record's encoded size (for limits checked before appending)."""
-    size = 5 + 1 + 10 + 5 + 5 + 5 + 5  # length, attributes, deltas, lengths, header count
+    size = RECORD_OVERHEAD
     if key is not None:
         size += len(key)
     if value is not None:

@@ -36,6 +36,7 @@ from .errors import (
     KafkaTimeoutError,
     OutOfOrderSequenceNumberError,
     PartitionAbortedError,
+    ProducerClosedError,
     ProtocolError,
     UnsupportedCompressionTypeError,
     error_from_response,
@@ -135,7 +136,13 @@ class Sender:
             "the producer was stopped before this record was delivered "
             f"(stop timeout {timeout:.1f}s)"
         )
-        self._acc.fail_waiters(exc)
+        # A send() still waiting for memory never got in: closed on, not timed out
+        # (Java's "Producer closed while allocating memory").
+        self._acc.fail_waiters(
+            ProducerClosedError(
+                "the producer was stopped while this record waited for buffer memory"
+            )
+        )
         for batch in self._acc.abort_undrained(exc):
             log.debug("aborted %r on stop", batch)
         for batch in list(self._in_flight):
@@ -208,41 +215,14 @@ class Sender:
     def _send(self, conn: BrokerConnection, batches: list[ProducerBatch], now: float) -> None:
         version = conn.version_for(ProduceRequest)
         if version < 7 and self._config.compression_type == "zstd":
-            # zstd batches need Produce v7 (Kafka 2.1); older brokers cannot take them.
-            for batch in batches:
-                self._in_flight.add(batch)
-                self._finish(
-                    batch,
-                    error=UnsupportedCompressionTypeError(
-                        f"broker node {conn.node_id} speaks Produce v{version}; zstd needs v7+",
-                        topic=batch.queue.tp.topic,
-                        partition=batch.queue.tp.partition,
-                    ),
-                )
+            self._refuse_zstd(conn.node_id, version, batches)
             return
         by_topic: dict[str, list[PartitionProduceData]] = {}
         by_tp: dict[tuple[str, int], ProducerBatch] = {}
-        idem = self._idem
-        compressing = self._config.compression_type not in (None, "none")
         for batch in batches:
             topic, partition = batch.queue.tp
             self._metadata.touch(topic, now)
-            raw = len(batch.buf)
-            if idem is None:
-                records = batch.close()
-            else:
-                if batch.base_sequence < 0:  # first send (or renumbered after a new epoch)
-                    batch.base_sequence = idem.next_sequence(batch.queue.tp, batch.count)
-                records = batch.close(
-                    producer_id=idem.producer_id,
-                    producer_epoch=idem.epoch,
-                    base_sequence=batch.base_sequence,
-                    transactional=self._txn is not None,
-                )
-            if batch.attempts == 0:
-                if compressing:
-                    self._acc.observe_compression(topic, raw, len(records))
-                self.metrics.batch_sent(batch.count, raw, len(records), now - batch.created, now)
+            records = self._close(batch, now)
             by_topic.setdefault(topic, []).append(PartitionProduceData(partition, records))
             by_tp[batch.queue.tp] = batch
             self._in_flight.add(batch)
@@ -264,6 +244,41 @@ class Sender:
         self.records_sent += record_count
         self.metrics.request_sent(record_count, now)
         fut.add_done_callback(partial(self._on_response, by_tp, conn.node_id, now))
+
+    def _close(self, batch: ProducerBatch, now: float) -> bytearray:
+        """The batch's bytes for this attempt: its header stamped (with producer id,
+        epoch and sequence when idempotent), compressed on the first attempt."""
+        raw = len(batch.buf)
+        idem = self._idem
+        if idem is None:
+            records = batch.close()
+        else:
+            if batch.base_sequence < 0:  # first send (or renumbered after a new epoch)
+                batch.base_sequence = idem.next_sequence(batch.queue.tp, batch.count)
+            records = batch.close(
+                producer_id=idem.producer_id,
+                producer_epoch=idem.epoch,
+                base_sequence=batch.base_sequence,
+                transactional=self._txn is not None,
+            )
+        if batch.attempts == 0:
+            if self._config.compression_type not in (None, "none"):
+                self._acc.observe_compression(batch.queue.tp.topic, raw, len(records))
+            self.metrics.batch_sent(batch.count, raw, len(records), now - batch.created, now)
+        return records
+
+    def _refuse_zstd(self, node_id: int, version: int, batches: list[ProducerBatch]) -> None:
+        # zstd batches need Produce v7 (Kafka 2.1); older brokers cannot take them.
+        for batch in batches:
+            self._in_flight.add(batch)
+            self._finish(
+                batch,
+                error=UnsupportedCompressionTypeError(
+                    f"broker node {node_id} speaks Produce v{version}; zstd needs v7+",
+                    topic=batch.queue.tp.topic,
+                    partition=batch.queue.tp.partition,
+                ),
+            )
 
     def _on_response(
         self,

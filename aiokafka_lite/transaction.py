@@ -201,8 +201,7 @@ class TransactionManager:
         self._enter(op)
         self.state = TxnState.COMMITTING
         try:
-            await self._flush()
-            await self._adds_settled()
+            await self._delivered_within_max_block()
             if self.state is not TxnState.COMMITTING:
                 self._check_usable(op)  # raises, naming what broke the transaction
             if self._started:
@@ -380,6 +379,18 @@ class TransactionManager:
         self._acc.fail_waiters(error)
         self._abort_queued(error)
 
+    async def _delivered_within_max_block(self) -> None:
+        """Every record of the transaction delivered (or failed), and its partitions added."""
+        try:
+            async with asyncio.timeout(self._max_block):
+                await self._flush()
+                await self._adds_settled()
+        except TimeoutError:
+            raise KafkaTimeoutError(
+                "commit_transaction(): the transaction's records were not all delivered "
+                f"within max_block_ms ({self._config.max_block_ms} ms); call it again"
+            ) from None
+
     async def _flush(self) -> None:
         # Each record resolves within delivery_timeout_ms, so this ends.
         self._acc.begin_flush()
@@ -484,39 +495,10 @@ class TransactionManager:
                 group_id=group_id,
                 producer_id=self.idem.producer_id,
                 producer_epoch=self.idem.epoch,
-                topics=[
-                    TxnOffsetCommitRequestTopic(
-                        topic,
-                        [
-                            TxnOffsetCommitRequestPartition(
-                                partition_index=p,
-                                committed_offset=om.offset,
-                                committed_metadata=om.metadata,
-                            )
-                            for p, om in sorted(parts.items())
-                        ],
-                    )
-                    for topic, parts in remaining.items()
-                ],
+                topics=_offset_commit_topics(remaining),
             )
             response: TxnOffsetCommitResponse = await self._to_coordinator(GROUP, group_id, request)
-            first: BrokerResponseError | None = None
-            for topic_result in response.topics:
-                parts = remaining.get(topic_result.name, {})
-                for p in topic_result.partitions:
-                    if p.error_code == 0:
-                        parts.pop(p.partition_index, None)
-                        continue
-                    error = error_from_response(
-                        p.error_code,
-                        topic=topic_result.name,
-                        partition=p.partition_index,
-                        message=f"TxnOffsetCommit for group {group_id!r}",
-                    )
-                    if first is None or not error.retriable:
-                        first = error
-            for topic in [t for t, ps in remaining.items() if not ps]:
-                del remaining[topic]
+            first = _take_committed(response, remaining, group_id)
             if first is not None:
                 self._coordinator_error(first, GROUP, group_id)
                 raise first
@@ -692,6 +674,50 @@ class TransactionManager:
         log.debug("coordinator of %s %r: node %s", kind, key, coordinator)
         self._coordinators[(key_type, key)] = coordinator
         return coordinator
+
+
+def _offset_commit_topics(
+    topics: dict[str, dict[int, OffsetAndMetadata]],
+) -> list[TxnOffsetCommitRequestTopic]:
+    return [
+        TxnOffsetCommitRequestTopic(
+            topic,
+            [
+                TxnOffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=om.offset, committed_metadata=om.metadata
+                )
+                for p, om in sorted(parts.items())
+            ],
+        )
+        for topic, parts in topics.items()
+    ]
+
+
+def _take_committed(
+    response: TxnOffsetCommitResponse,
+    remaining: dict[str, dict[int, OffsetAndMetadata]],
+    group_id: str,
+) -> BrokerResponseError | None:
+    """Drop the committed partitions from ``remaining``; return the error worth raising
+    (a non-retriable one before a retriable one), if any partition failed."""
+    first: BrokerResponseError | None = None
+    for topic_result in response.topics:
+        parts = remaining.get(topic_result.name, {})
+        for p in topic_result.partitions:
+            if p.error_code == 0:
+                parts.pop(p.partition_index, None)
+                continue
+            error = error_from_response(
+                p.error_code,
+                topic=topic_result.name,
+                partition=p.partition_index,
+                message=f"TxnOffsetCommit for group {group_id!r}",
+            )
+            if first is None or not error.retriable:
+                first = error
+    for topic in [t for t, ps in remaining.items() if not ps]:
+        del remaining[topic]
+    return first
 
 
 def _offset_topics(

@@ -1035,11 +1035,23 @@ def confluent_producer(spec: WorkerSpec) -> Any:
 
 def w1_confluent(spec: WorkerSpec) -> RunResult:
     """W1 with confluent's sync Producer: produce + on_delivery, poll(0) as needed, flush."""
-    from confluent_kafka import KafkaException
 
     result = new_result(spec)
     producer = confluent_producer(spec)
     keys, value, topic = key_sequence(spec.records), make_value(spec.wl.value_size), spec.topic
+    return _confluent_produce_all(spec, result, producer, [(topic, key) for key in keys], value)
+
+
+def _confluent_produce_all(
+    spec: WorkerSpec,
+    result: RunResult,
+    producer: Any,
+    records: list[tuple[str, bytes | None]],
+    value: bytes,
+) -> RunResult:
+    """produce() each (topic, key) with on_delivery, poll(0) every 1000, then flush: timed."""
+    from confluent_kafka import KafkaException
+
     delivered = 0
 
     def on_delivery(err: Any, _msg: Any) -> None:
@@ -1051,7 +1063,7 @@ def w1_confluent(spec: WorkerSpec) -> RunResult:
 
     result.rss_before_mb = current_rss_mb()
     with Timer() as timer:
-        for i, key in enumerate(keys):
+        for i, (topic, key) in enumerate(records):
             while True:
                 try:
                     producer.produce(topic, value, key, on_delivery=on_delivery)
@@ -1183,7 +1195,6 @@ def w5_confluent(spec: WorkerSpec) -> RunResult:
 
 def w6_confluent(spec: WorkerSpec) -> RunResult:
     """W6 with the sync Producer: W1's loop over many topics."""
-    from confluent_kafka import KafkaException
 
     result = new_result(spec)
     producer = confluent_producer(spec)
@@ -1193,32 +1204,8 @@ def w6_confluent(spec: WorkerSpec) -> RunResult:
     for topic in topics:  # one record per topic, before the clock: topic handles and metadata
         producer.produce(topic, value, keys[0])
     producer.flush(spec.deadline_s)
-    delivered = 0
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        nonlocal delivered
-        if err is None:
-            delivered += 1
-        else:
-            note_error(result, KafkaException(err))
-
-    result.rss_before_mb = current_rss_mb()
-    with Timer() as timer:
-        for i, (topic, key) in enumerate(zip(record_topics, keys, strict=True)):
-            while True:
-                try:
-                    producer.produce(topic, value, key, on_delivery=on_delivery)
-                    break
-                except BufferError:
-                    producer.poll(0.01)
-            if i % 1000 == 999:
-                producer.poll(0)
-        remaining = producer.flush(spec.deadline_s)
-    if remaining:
-        result.status = "FAILED"
-        result.errors.append(f"flush timed out with {remaining} records undelivered")
-    result.delivered = delivered
-    return finish(result, elapsed=timer.elapsed, cpu=timer.cpu)
+    records = list(zip(record_topics, keys, strict=True))
+    return _confluent_produce_all(spec, result, producer, records, value)
 
 
 def w1_kafka_python(spec: WorkerSpec) -> RunResult:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 from faultproxy import FaultProxy
 from readers import read_all_confluent
+from txnlog import read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
 from aiokafka_lite.embedded import EmbeddedBroker
@@ -47,11 +48,16 @@ async def new_topic(bootstrap: str, partitions: int = 1) -> str:
 
 
 async def test_idempotence_is_on_by_default_and_gets_a_producer_id(bootstrap: str) -> None:
+    topic = await new_topic(bootstrap)
     async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
         assert producer.config.enable_idempotence
-        await producer.send_and_wait("idem-default", b"v")
+        await producer.send_and_wait(topic, b"v")
         idem = producer._sender._idem
         assert idem is not None and idem.producer_id >= 0 and idem.epoch >= 0
+        # What the broker stored (read by aiokafka's parser) carries that id and epoch.
+        (batch,) = await read_log_async(bootstrap, topic, 1)
+        assert (batch.producer_id, batch.producer_epoch) == (idem.producer_id, idem.epoch)
+        assert not batch.transactional and batch.values == (b"v",)
         # Tansu answers InitProducerId v0-v2 with UNKNOWN_SERVER_ERROR (aiokafka
         # hard-codes v0); we negotiate the newest version both sides speak.
         conn = next(iter(producer._client._conns.values()))

@@ -121,10 +121,13 @@ async def test_tracing_composes_with_interceptors(
             pass
 
     async with AIOKafkaProducer(bootstrap_servers=bootstrap, interceptors=[Stamp()]) as p:
-        instrument(p, tracer_provider=provider, metrics=False)
+        instrumentation = instrument(p, tracer_provider=provider, metrics=False)
         await p.send_and_wait(topic, b"x")
-    (record,) = read_all_confluent(bootstrap, topic, 1)
-    assert [k for k, _ in record.headers] == ["traceparent", "stamp"]
+        instrumentation.uninstrument()  # the interceptors stay
+        await p.send_and_wait(topic, b"y")
+    traced, untraced = read_all_confluent(bootstrap, topic, 2)
+    assert [k for k, _ in traced.headers] == ["traceparent", "stamp"]
+    assert [k for k, _ in untraced.headers] == ["stamp"]
     assert len(exporter.get_finished_spans()) == 1
 
 

@@ -476,3 +476,55 @@ def test_random_batches_round_trip(
         kp.append(i, r.timestamp, r.key, r.value, r.headers)
     theirs = bytes(kp.build())
     assert buf[:12] + buf[16:] == theirs[:12] + theirs[16:]
+
+
+# ---------------------------------------------------------------------------
+# append_many (send_many's bulk path)
+
+
+def _bulk_records() -> tuple[list[bytes | None], list[bytes | None]]:
+    # Nulls, empties, and lengths past the varint table (16384) on both sides.
+    keys: list[bytes | None] = [None, b"", b"k1", b"K" * 20_000, None, b"k5", b"k6", b"k7"]
+    values: list[bytes | None] = [b"v0", None, b"", b"v3", b"V" * 17_000, b"v5", None, b"v7"]
+    return keys, values
+
+
+def test_append_many_writes_what_append_writes_in_the_given_order() -> None:
+    keys, values = _bulk_records()
+    order = [7, 0, 3, 1, 4, 6, 2, 5]
+    base, ts = 1_000, 1_234
+    bulk, single = RecordBatchBuilder(base), RecordBatchBuilder(base)
+    bulk.append(base, b"before", b"x", None, BIG)  # into a batch that already holds a record
+    single.append(base, b"before", b"x", None, BIG)
+    assert bulk.append_many(ts, keys, values, order, 0, BIG, BIG) == len(order)
+    for i in order:
+        single.append(ts, keys[i], values[i], None, BIG)
+    assert bulk.buf == single.buf
+    assert (bulk.count, bulk.max_timestamp) == (single.count, single.max_timestamp) == (9, ts)
+    expected = [Rec(base, b"before", b"x", [])] + [Rec(ts, keys[i], values[i], []) for i in order]
+    check_batch(bytes(bulk.close()), base, expected)
+
+
+def test_append_many_stops_at_the_limit_and_at_the_budget() -> None:
+    keys, values = _bulk_records()
+    order = list(range(len(keys)))
+    sizes = []
+    probe = RecordBatchBuilder(0)
+    for i in order:
+        sizes.append(probe.append(0, keys[i], values[i], None, BIG))
+
+    # The limit counts the whole buffer; the first record goes in regardless.
+    b = RecordBatchBuilder(0)
+    assert b.append_many(0, keys, values, order, 0, BATCH_HEADER_SIZE + 1, BIG) == 1
+    # ... and a later run resumes where the last one stopped.
+    limit = b.size + sizes[1] + sizes[2]
+    assert b.append_many(0, keys, values, order, 1, limit, BIG) == 3
+    assert b.size == limit and b.count == 3
+
+    # The budget counts only the bytes this call adds, and binds the first record too.
+    c = RecordBatchBuilder(0)
+    assert c.append_many(0, keys, values, order, 0, BIG, sizes[0] - 1) == 0
+    assert c.count == 0 and c.size == BATCH_HEADER_SIZE
+    assert c.append_many(0, keys, values, order, 0, BIG, sum(sizes[:4])) == 4
+    assert c.count == 4 and c.size == BATCH_HEADER_SIZE + sum(sizes[:4])
+    check_batch(bytes(c.close()), 0, [Rec(0, keys[i], values[i], []) for i in order[:4]])

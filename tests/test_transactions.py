@@ -518,6 +518,34 @@ async def test_commit_that_timed_out_can_be_called_again(
     assert view.committed == [b"v"]
 
 
+async def test_commit_waiting_for_its_records_times_out_at_max_block_ms(
+    mock_cluster: MockCluster, producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    # The record is retried for ~3 s (injected retriable Produce errors): commit
+    # must give up at max_block_ms, as its docstring says, and may be called again.
+    bootstrap, topic = mock_cluster.bootstrap_servers, "commit-flush"
+    mock_cluster.create_topic(topic, partitions=1)
+    p = await started(
+        producer_factory,
+        bootstrap,
+        txn_id(),
+        max_block_ms=500,
+        retry_backoff_ms=50,
+        retry_backoff_max_ms=100,
+    )
+    p.begin_transaction()
+    mock_cluster.push_errors(API_PRODUCE, [ERR_COORDINATOR_LOAD_IN_PROGRESS] * 40)
+    fut = await p.send(topic, b"v", partition=0)
+    with pytest.raises(KafkaTimeoutError, match="max_block_ms"):
+        await p.commit_transaction()
+    assert not fut.done()  # still being retried
+    mock_cluster.clear_errors(API_PRODUCE)
+    await p.commit_transaction()
+    assert (await fut).offset == 0
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"v"]
+
+
 async def test_interceptors_and_transactions(
     bootstrap: str,
     topic_factory: TopicFactory,

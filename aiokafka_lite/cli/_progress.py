@@ -59,6 +59,7 @@ async def progress_bar(
             yield
         finally:
             refresher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await refresher
+            # Not suppress(CancelledError): that would also swallow a cancellation
+            # of this task arriving meanwhile (Ctrl-C).
+            await asyncio.wait([refresher])
             refresh()

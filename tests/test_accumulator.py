@@ -1,0 +1,154 @@
+"""RecordAccumulator's memory budget and its bulk path, at unit level.
+
+No broker here, on purpose: these tests need the accumulator in states a
+running sender would leave at once (memory held by a batch that is "in
+flight" until the test says it is done, a shutdown landing while send_many is
+between two batches). The end-to-end behaviour is in test_send_many.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from aiokafka_lite.accumulator import BulkDelivery, ProducerBatch, RecordAccumulator
+from aiokafka_lite.compression import get_codec
+from aiokafka_lite.errors import DeliveryFailedError, KafkaTimeoutError
+
+TS = 1_700_000_000_000
+
+
+def accumulator(buffer_memory: int, batch_size: int = 1000) -> RecordAccumulator:
+    return RecordAccumulator(
+        batch_size=batch_size,
+        linger_ms=0,
+        buffer_memory=buffer_memory,
+        delivery_timeout_ms=60_000,
+        max_in_flight_per_partition=1,
+        wakeup=lambda: None,
+    )
+
+
+def hold(acc: RecordAccumulator, value_size: int) -> ProducerBatch:
+    """Append one record to partition 0 and take its batch as the sender would."""
+    assert acc.append("t", 0, TS, None, b"x" * value_size, None, value_size + 100) is not None
+    q = acc.queue_for("t", 0)
+    (batch,) = acc.drain([q], 1 << 20)
+    return batch
+
+
+def deliver(acc: RecordAccumulator, batch: ProducerBatch) -> None:
+    acc.in_flight_done(batch)
+    batch.complete(0, -1, 0)
+    acc.deallocate(batch)
+
+
+async def waiting(acc: RecordAccumulator, n: int) -> None:
+    """Let the task just created run up to its wait for memory."""
+    await asyncio.sleep(0)
+    assert acc.waiting_for_memory == n
+
+
+async def test_memory_reserved_but_unused_by_append_wait_goes_to_the_next_waiter() -> None:
+    acc = accumulator(2000)
+    held = hold(acc, 1400)
+    # The first waiter reserves a loose upper bound (1000) for a small record;
+    # the second needs 1100, which fits as soon as the first gives back its rest.
+    first = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 1000, 5))
+    await waiting(acc, 1)
+    second = asyncio.create_task(acc.append_wait("t", 2, TS, None, b"b", None, 1100, 5))
+    await waiting(acc, 2)
+    deliver(acc, held)
+    await asyncio.wait_for(first, 2)
+    assert acc.waiting_for_memory == 0, "the unused reservation was kept from the next waiter"
+    await asyncio.wait_for(second, 2)
+    assert acc.used <= acc.limit
+
+
+async def test_memory_reserved_but_unused_by_append_many_goes_to_the_next_waiter() -> None:
+    acc = accumulator(2000)
+    held = hold(acc, 1400)
+    blocked = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 600, 5))
+    await waiting(acc, 1)
+    delivery = BulkDelivery(acc.create_future(), "t", 1)
+    # Behind a waiter, append_many reserves a whole batch (1000) for one small record.
+    bulk = asyncio.create_task(
+        acc.append_many("t", 2, TS, [None], [b"small"], [0], delivery, timeout=5)
+    )
+    await waiting(acc, 2)
+    last = asyncio.create_task(acc.append_wait("t", 3, TS, None, b"b", None, 500, 5))
+    await waiting(acc, 3)
+    deliver(acc, held)  # grants 600 + 1000; 500 more does not fit yet
+    await asyncio.wait_for(blocked, 2)
+    await asyncio.wait_for(bulk, 2)
+    assert acc.waiting_for_memory == 0, "the unused reservation was kept from the next waiter"
+    await asyncio.wait_for(last, 2)
+
+
+async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> None:
+    # batch_size 200 and 50 records of ~60 bytes: several batches, and
+    # append_many yields after each one fills.
+    acc = accumulator(1 << 20, batch_size=200)
+    delivery = BulkDelivery(acc.create_future(), "t", 50)
+    values: list[bytes | None] = [b"v" * 50] * 50
+    bulk = asyncio.create_task(
+        acc.append_many("t", 0, TS, [None] * 50, values, list(range(50)), delivery, timeout=5)
+    )
+    await asyncio.sleep(0)  # append_many fills the first batch and yields
+    assert not bulk.done()
+    stopped = KafkaTimeoutError("the producer was stopped")
+    aborted = acc.abort_undrained(stopped)  # what Sender.stop does once its timeout is up
+    assert aborted
+    await asyncio.wait_for(bulk, 2)
+    delivery.seal()
+
+    assert delivery.future.done(), "records appended after the shutdown are never reported"
+    with pytest.raises(DeliveryFailedError) as info:
+        delivery.future.result()
+    assert sorted(info.value.errors) == list(range(50))
+    assert all(e is stopped for e in info.value.errors.values())
+    assert not acc.has_incomplete() and acc.used == 0
+
+
+async def test_append_wait_refuses_after_the_accumulator_is_shut_down() -> None:
+    acc = accumulator(2000)
+    held = hold(acc, 1400)
+    waiter = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 1000, 5))
+    await waiting(acc, 1)
+    deliver(acc, held)  # grants the waiter; it has not run yet
+    stopped = KafkaTimeoutError("the producer was stopped")
+    acc.fail_waiters(stopped)
+    acc.abort_undrained(stopped)
+    with pytest.raises(KafkaTimeoutError):
+        await asyncio.wait_for(waiter, 2)
+    assert not acc.has_incomplete() and acc.used == 0
+
+
+async def test_a_learned_compression_ratio_sizes_every_partitions_next_batch() -> None:
+    codec = get_codec("gzip")
+    assert codec is not None
+    acc = RecordAccumulator(
+        batch_size=1000,
+        linger_ms=0,
+        buffer_memory=1 << 20,
+        delivery_timeout_ms=60_000,
+        max_in_flight_per_partition=1,
+        wakeup=lambda: None,
+        compress=codec.compressor(None),
+        codec_id=codec.id,
+    )
+    assert acc.append("t", 0, TS, None, b"a", None, 200) is not None
+    open_batch = acc.queue_for("t", 0).batches[-1]
+    acc.observe_compression("t", raw=10_000, compressed=2_000)  # 5:1
+    expected = int(1000 / (0.2 * 1.05))  # batch_size / (ratio with Java's 5% margin)
+    # A partition never used before, and one whose open batch is taken: their
+    # next batches may hold that much uncompressed.
+    assert acc.append("t", 1, TS, None, b"b", None, 200) is not None
+    assert acc.queue_for("t", 1).batch_limit == expected
+    open_batch.full = True
+    assert acc.append("t", 0, TS, None, b"c", None, 200) is not None
+    assert acc.queue_for("t", 0).batches[-1] is not open_batch
+    assert acc.queue_for("t", 0).batch_limit == expected
+    # Another topic has learned nothing: ratio 1.0, with the margin.
+    assert acc.queue_for("other", 0).batch_limit == int(1000 / 1.05)

@@ -405,14 +405,15 @@ class RecordAccumulator:
         values: Sequence[bytes | None],
         order: list[int],
         delivery: BulkDelivery,
-        timeout: float,
+        deadline: float,
     ) -> None:
         """Append records ``order`` (indices into keys/values) of a ``send_many()`` call.
 
         No future per record: their outcome reaches ``delivery`` per batch.
         Whole runs of records are encoded at once into the open batch; memory
-        is awaited (FIFO, up to ``timeout`` s) when the budget runs out, and
-        the loop yields each time a batch fills so the sender can send it.
+        is awaited (FIFO, until the call's ``deadline`` on the monotonic clock)
+        when the budget runs out, and the loop yields each time a batch fills
+        so the sender can send it.
         """
         q = self.queue_for(topic, partition)
         pos, total, reserved = 0, len(order), 0
@@ -455,7 +456,7 @@ class RecordAccumulator:
                 continue
             reserved = min(max(need, q.batch_limit), self.limit)
             try:
-                await self.reserve(reserved, topic, timeout)
+                await self.reserve(reserved, topic, max(0.0, deadline - time.monotonic()))
             except KafkaError as e:
                 self._fail_records(delivery, order[pos:], e)
                 return

@@ -155,6 +155,8 @@ class NetworkClient:
 
     async def connect(self, node_id: int) -> BrokerConnection:
         """Await an open connection to ``node_id`` (for one-off requests)."""
+        if self._closed:  # a socket opened now would outlive close()
+            raise KafkaConnectionError(f"cannot connect to node {node_id}: the client is closed")
         conn = self.connection(node_id)
         if conn is not None:
             return conn

@@ -38,7 +38,7 @@ from .errors import (
 )
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .partitioner import KeyHashCache, StickyPartitioner
-from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder
+from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header, RecordBatchBuilder
 from .sender import Sender
 from .structs import DeliveryReport, OffsetAndMetadata, RecordMetadata, TopicPartition
 from .transaction import TransactionManager
@@ -54,7 +54,7 @@ V = TypeVar("V")
 # attributes, timestamp and offset deltas, key/value lengths, header count,
 # plus the header of the batch it may have to start. Memory is reserved by
 # this upper bound, so buffer_memory is never exceeded.
-_RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5 + BATCH_HEADER_SIZE
+_RECORD_OVERHEAD = RECORD_OVERHEAD + BATCH_HEADER_SIZE
 # Records of a send_many() call checked and placed at a time (see _send_many_bulk).
 _SEND_MANY_CHUNK = 4096
 # Errors that mean "this topic will not appear by waiting".
@@ -645,6 +645,13 @@ class AIOKafkaProducer(Generic[K, V]):
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
         if not 0 <= partition < len(parts):
             raise ValueError(f"partition {partition} is out of range for {topic!r}")
+        if batch.size() > self._max_request_size:
+            # A batch's first record is always accepted, so one big record can
+            # make it larger than the broker would take.
+            raise RecordTooLargeError(
+                f"a batch of {batch.size()} bytes for {topic!r} is larger than "
+                f"max_request_size ({self._max_request_size})"
+            )
         builder = batch._take()
         fut = await self._acc.append_built(topic, partition, builder, self._max_block)
         # A yield per batch lets the sender ship it while the caller builds the
@@ -665,17 +672,19 @@ class AIOKafkaProducer(Generic[K, V]):
         future instead of one each: it resolves, once all are delivered, to a
         :class:`~aiokafka_lite.structs.DeliveryReport` (their metadata in call
         order), or fails with :class:`~aiokafka_lite.errors.DeliveryFailedError`
-        whose ``errors`` map failed positions to exceptions. A bad record (serializer error,
-        too large) fails alone there, not the call. Awaits, like ``send``, for
-        the topic's metadata and for buffer memory (each record at most
-        ``max_block_ms``; a record that gets none in time fails alone).
+        whose ``errors`` map failed positions to exceptions. A bad record
+        (serializer error, too large) fails alone there, not the call. Awaits, like ``send``, for
+        the topic's metadata and for buffer memory, together at most
+        ``max_block_ms``: records that got no memory by then fail (in the
+        report) with :class:`~aiokafka_lite.errors.KafkaTimeoutError`.
         All records of the call share one timestamp (the time of the call).
         """
         self._check_running()
         self._check_transactional_send()
+        deadline = time.monotonic() + self._max_block  # for the whole call
         parts = self._metadata.partitions_by_topic.get(topic)
         if parts is None:
-            parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
+            parts = await self._wait_on_metadata(topic, deadline)
         if partition is not None:
             self._place(topic, None, parts, 0, partition)  # raises if out of range
         items = records if isinstance(records, list) else list(records)
@@ -683,7 +692,7 @@ class AIOKafkaProducer(Generic[K, V]):
         if self._interceptors:
             await self._send_many_each(topic, items, partition, delivery)
         else:
-            await self._send_many_bulk(topic, items, partition, parts, delivery)
+            await self._send_many_bulk(topic, items, partition, parts, delivery, deadline)
         delivery.seal()
         return delivery.future
 
@@ -694,6 +703,7 @@ class AIOKafkaProducer(Generic[K, V]):
         partition: int | None,
         parts: Sequence[Any],
         delivery: BulkDelivery,
+        deadline: float,
     ) -> None:
         # send()'s checks for a chunk of records at a time, then each partition's
         # records of the chunk are encoded in one run: no future and no call per
@@ -709,9 +719,7 @@ class AIOKafkaProducer(Generic[K, V]):
                 topic, items, lo, hi, keys, values, partition, parts, delivery
             )
             for p, order in by_partition.items():
-                await self._acc.append_many(
-                    topic, p, ts, keys, values, order, delivery, self._max_block
-                )
+                await self._acc.append_many(topic, p, ts, keys, values, order, delivery, deadline)
 
     def _group(
         self,

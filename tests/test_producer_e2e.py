@@ -293,6 +293,21 @@ async def test_create_batch_and_send_batch(bootstrap: str, topic_factory: TopicF
     assert [r.value for r in records] == [b"before"] + [b"v%d" % i for i in range(10)]
 
 
+async def test_send_batch_larger_than_max_request_size_is_refused_at_the_call(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, max_request_size=10_000) as producer:
+        batch = producer.create_batch()
+        assert batch.append(value=b"x" * 20_000) is not None  # a first record always fits
+        with pytest.raises(RecordTooLargeError, match=f"{topic}.*max_request_size"):
+            await producer.send_batch(batch, topic, partition=0)
+        # The batch is still the caller's; a normal record afterwards goes through.
+        assert batch.record_count() == 1
+        md = await producer.send_and_wait(topic, b"fine")
+    assert md.offset == 0
+
+
 async def test_stop_delivers_pending_records(bootstrap: str, topic_factory: TopicFactory) -> None:
     topic = topic_factory(1)
     producer = AIOKafkaProducer(

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import signal
+import time
 from typing import Any
 
 import pytest
@@ -12,7 +15,13 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # indepen
 from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, ProducerRecord, RecordMetadata
-from aiokafka_lite.errors import DeliveryFailedError, RecordTooLargeError, SerializationError
+from aiokafka_lite.embedded import EmbeddedBroker
+from aiokafka_lite.errors import (
+    DeliveryFailedError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+    SerializationError,
+)
 from aiokafka_lite.structs import DeliveryReport, DeliverySegment, TopicPartition
 
 
@@ -195,3 +204,36 @@ def test_report_indexing() -> None:
         report[4]
     with pytest.raises(IndexError):
         report[5]
+
+
+async def test_max_block_ms_bounds_the_whole_call(
+    fresh_broker: EmbeddedBroker, topic_factory: TopicFactory
+) -> None:
+    # A frozen broker never answers, so buffer memory never frees up. The call's
+    # max_block_ms is one budget for the whole call: records that got no memory by
+    # then fail in the report with KafkaTimeoutError; the call does not wait
+    # max_block_ms again for each partition and each chunk (3 x 3 of them here).
+    bootstrap = fresh_broker.bootstrap_servers
+    topic = topic_factory(3, bootstrap=bootstrap)
+    pairs = [(b"k%d" % i, b"v" * 200) for i in range(12_000)]
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, buffer_memory=256 * 1024, max_block_ms=1000
+    ) as producer:
+        await producer.send_and_wait(topic, b"warm-up")
+        assert fresh_broker.pid is not None
+        os.kill(fresh_broker.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            fut = await producer.send_many(topic, pairs)
+            took = time.monotonic() - t0
+        finally:
+            os.kill(fresh_broker.pid, signal.SIGCONT)
+        with pytest.raises(DeliveryFailedError) as info:
+            await asyncio.wait_for(fut, 60)
+    assert took < 5, f"send_many blocked {took:.1f} s with max_block_ms=1000"
+    errors = info.value.errors
+    assert errors and all(isinstance(e, KafkaTimeoutError) for e in errors.values())
+    delivered = [i for i in range(len(pairs)) if i not in errors]
+    assert delivered, "what fit in the buffer is delivered once the broker thaws"
+    read = read_all_confluent(bootstrap, topic, expected=1 + len(delivered))
+    assert len(read) == 1 + len(delivered)

@@ -75,7 +75,11 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class WriteSummary:
-    """What one ``write_to_kafka`` call did, summed over its Spark tasks."""
+    """What one ``write_to_kafka`` call did, summed over its Spark tasks.
+
+    ``elapsed_s`` is the whole call: the Spark job computes the DataFrame while it
+    writes it, so for a DataFrame with heavy transformations it is their time too.
+    """
 
     topic: str
     rows_sent: int
@@ -592,7 +596,11 @@ class _TaskWriter:
 
     async def _send(self, p: int, b: BatchBuilder) -> None:
         count = b.record_count()
-        fut = await self.producer.send_batch(b, self.topic, partition=p)
+        try:
+            fut = await self.producer.send_batch(b, self.topic, partition=p)
+        except KafkaError as e:  # e.g. the producer failed fatally: these rows are lost
+            self.report.fail(count, f"partition {p}: {type(e).__name__}: {e}")
+            return
         self.pending.add(fut)
         fut.add_done_callback(partial(self._delivered, count, p))
 

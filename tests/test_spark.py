@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -95,7 +97,7 @@ def _events(spark: SparkSession, n: int) -> DataFrame:
 def test_rows_read_back_with_content_and_java_placement(
     spark: SparkSession, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
-    n, partitions = 20_000, 5
+    n, partitions = 10_000, 5
     topic = topic_factory(partitions)
     df = _events(spark, n)
     summary = write_to_kafka(
@@ -233,7 +235,7 @@ def test_unserializable_row_fails_the_write_naming_the_column(
     assert (summary.rows_sent, summary.rows_failed) == (99, 1)
     assert "row 42" in str(info.value)
     # The other rows were written; the bad one was not.
-    records = read_all_confluent(bootstrap, topic, expected=100, timeout=10)
+    records = read_all_confluent(bootstrap, topic, expected=99, timeout=30)
     ids = sorted(json.loads(r.value or b"")["id"] for r in records)
     assert ids == [i for i in range(100) if i != 42]
 
@@ -271,7 +273,9 @@ def test_delivery_failures_are_counted_and_raised(spark: SparkSession) -> None:
         summary = info.value.summary
         assert summary.rows_failed > 0
         assert summary.rows_sent + summary.rows_failed == n
-        records = read_all_confluent(cluster.bootstrap_servers, "refused", expected=n, timeout=10)
+        records = read_all_confluent(
+            cluster.bootstrap_servers, "refused", expected=summary.rows_sent, timeout=30
+        )
         assert len(records) == summary.rows_sent
 
 
@@ -312,3 +316,25 @@ def test_foreach_batch_writer_streams_micro_batches(
     got = sorted((json.loads(r.value or b"")["n"], r.key, r.partition) for r in records)
     want = sorted((x["n"], x["user"].encode(), java_partition(x["user"].encode(), 3)) for x in sent)
     assert got == want
+
+
+def test_example_pipeline_runs_with_one_command() -> None:
+    # Its own Spark (local[*]) and embedded broker, as a user would run it.
+    example = REPO_ROOT / "examples" / "spark_pipeline.py"
+    proc = subprocess.run(
+        [sys.executable, str(example), "--events", "3000"],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    found = re.search(r"kept ([\d,]+) after cleaning", out)
+    assert found is not None, out
+    kept = int(found[1].replace(",", ""))
+    assert 2500 < kept < 3000  # the generated dirt was removed
+    assert re.search(rf"purchases-clean: +{kept:,} rows sent .*, 0 failed", out)
+    assert re.search(r"user-hourly-spend: +[\d,]+ rows sent .*, 0 failed", out)
+    assert re.search(r"region-spend: +4 rows sent .*, 0 failed", out)

@@ -199,7 +199,9 @@ def main() -> None:
         bootstrap = args.bootstrap_server
         if bootstrap is None:
             bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap_servers
-        spark = local_session(args.master, "aiokafka-lite-spark-bench")
+        spark = local_session(
+            args.master, "aiokafka-lite-spark-bench", **{"spark.ui.showConsoleProgress": "false"}
+        )
         stack.callback(spark.stop)
         spark.sparkContext.setLogLevel("ERROR")
         print(

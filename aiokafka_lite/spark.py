@@ -130,8 +130,13 @@ def ensure_local_python(spark: SparkSession) -> None:
     Python is the cluster's business (``spark.pyspark.python``), so nothing changes
     there, nor when ``PYSPARK_PYTHON`` is set.
     """
-    sc = spark.sparkContext
-    if "PYSPARK_PYTHON" in os.environ or not str(sc.master).startswith("local"):
+    if "PYSPARK_PYTHON" in os.environ:
+        return
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect: no context here, the server starts the workers
+        return
+    if not str(sc.master).startswith("local"):
         return
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -583,6 +588,9 @@ class _TaskWriter:
                     p = hashes.hash(key) % n
                 else:
                     p = int(custom(key, list(range(n)), list(range(n))))
+                    if not 0 <= p < n:
+                        self.report.fail(1, f"the partitioner returned {p} for {n} partitions")
+                        continue
             h = None if headers is None else headers[i]
             b = open_[p]
             if b is None:

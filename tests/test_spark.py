@@ -153,6 +153,10 @@ def test_json_msgpack_values_and_explicit_partitions(
         sf.when(sf.col("id") % 5 == 0, sf.lit(None)).otherwise(sf.lit("EU")).alias("region"),
         sf.array(sf.col("id"), sf.col("id") + 1).alias("pair"),
         sf.create_map(sf.lit("n"), sf.col("id")).alias("attrs"),
+        sf.array(  # headers as pairs: order, duplicates and null values are kept
+            sf.struct(sf.lit("h").alias("key"), sf.col("id").cast("string").alias("value")),
+            sf.struct(sf.lit("h").alias("key"), sf.lit(None).cast("string").alias("value")),
+        ).alias("hdrs"),
     )
     df = df.withColumn(
         "doc",
@@ -173,6 +177,7 @@ def test_json_msgpack_values_and_explicit_partitions(
         value_col=columns,
         value_format="json",
         partition_col="part",
+        headers_col="hdrs",
     )
     assert summary.rows_sent == n
     records = read_all_confluent(bootstrap, json_topic, expected=n, timeout=60)
@@ -187,6 +192,7 @@ def test_json_msgpack_values_and_explicit_partitions(
         assert doc == {c: row[c] for c in columns}
         assert rec.key == str(row["id"]).encode()
         assert rec.partition == row["part"]
+        assert rec.headers == [("h", str(row["id"]).encode()), ("h", None)]
     assert seen.keys() == rows.keys() and set(seen.values()) == {1}
 
     # msgpack: a struct column becomes an object; a null struct a null value.
@@ -238,6 +244,19 @@ def test_unserializable_row_fails_the_write_naming_the_column(
     records = read_all_confluent(bootstrap, topic, expected=99, timeout=30)
     ids = sorted(json.loads(r.value or b"")["id"] for r in records)
     assert ids == [i for i in range(100) if i != 42]
+
+
+async def test_write_from_a_coroutine(
+    spark: SparkSession, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    # A notebook or an async app calls it with an event loop running in this thread:
+    # the driver's own producer (the topic check) then runs on a loop of its own.
+    topic = topic_factory(2)
+    df = spark.range(50).select(sf.col("id").cast("string").alias("value"))
+    summary = write_to_kafka(df, topic, bootstrap_servers=bootstrap)
+    assert summary.rows_sent == 50
+    records = read_all_confluent(bootstrap, topic, expected=50, timeout=30)
+    assert sorted(int(r.value or b"") for r in records) == list(range(50))
 
 
 def test_columns_are_checked_on_the_driver(spark: SparkSession, bootstrap: str) -> None:

@@ -184,6 +184,7 @@ class _Plan:
     #: the value column is a struct whose fields make the object (null struct: null value)
     value_struct: bool = False
     headers_as_pairs: bool = False  # array<struct<key, value>> rather than map<string, _>
+    timestamp_at: int | None = None  # record timestamps in ms (null: the write's time)
     #: column positions in the prepared DataFrame
     key_at: int | None = None
     partition_at: int | None = None
@@ -200,6 +201,7 @@ def _prepare(
     partition_col: str | None,
     value_format: ValueFormat,
     config: dict[str, Any],
+    timestamp_col: str | None = None,
 ) -> tuple[DataFrame, _Plan]:
     """Check the columns on the driver and select them in the form the tasks read."""
     from pyspark.sql import functions as sf
@@ -237,6 +239,9 @@ def _prepare(
                 f"{ptype.simpleString()}"
             )
         partition_at = add("partition", sf.col(partition_col).cast("int"))
+    timestamp_at = None
+    if timestamp_col is not None:
+        timestamp_at = add("timestamp", _millis(timestamp_col, column_type(timestamp_col, "ts")))
     headers_as_pairs = False
     if headers_col is not None:
         expr, headers_as_pairs = _headers_expr(headers_col, column_type(headers_col, "headers"))
@@ -285,12 +290,29 @@ def _prepare(
         value_field_names=field_names,
         value_struct=value_struct,
         headers_as_pairs=headers_as_pairs,
+        timestamp_at=timestamp_at,
         key_at=key_at,
         partition_at=partition_at,
         headers_at=headers_at,
         value_at=value_at,
     )
     return df.select(*exprs), plan
+
+
+def _millis(name: str, dtype: DataType) -> Column:
+    """Record timestamps: a timestamp column, or integers taken as ms since the epoch."""
+    from pyspark.sql import functions as sf
+    from pyspark.sql import types as st
+
+    col = sf.col(name)
+    if isinstance(dtype, st.TimestampType | st.TimestampNTZType):
+        return sf.unix_millis(col.cast("timestamp"))
+    if isinstance(dtype, st.IntegralType):
+        return col.cast("long")
+    raise TypeError(
+        f"timestamp column {name!r} has type {dtype.simpleString()}: expected a timestamp "
+        "or an integer (ms since the epoch)"
+    )
 
 
 def _as_binary(col: Column, dtype: DataType, name: str, role: str) -> Column:
@@ -365,6 +387,7 @@ class _Columns:
     keys: list[bytes | None] | None = None
     partitions: list[int | None] | None = None
     headers: list[Any] | None = None
+    timestamps: list[int | None] | None = None
     #: row index in this batch -> why it cannot be sent
     errors: dict[int, str] = field(default_factory=dict)
 
@@ -406,6 +429,8 @@ class _Converter:
             out.partitions = self._partitions(batch.column(plan.partition_at), out)
         if plan.headers_at is not None:
             out.headers = self._headers(batch.column(plan.headers_at), out)
+        if plan.timestamp_at is not None:
+            out.timestamps = batch.column(plan.timestamp_at).to_pylist()
         self.row_base += batch.num_rows
         return out
 
@@ -563,14 +588,15 @@ class _TaskWriter:
     async def write(self, cols: _Columns) -> None:
         """Append every row of one Arrow batch; send the batches that fill up."""
         hashes = self.hashes
-        keys, values, parts, headers, errors = (
+        keys, values, parts, headers, times, errors = (
             cols.keys,
             cols.values,
             cols.partitions,
             cols.headers,
+            cols.timestamps,
             cols.errors,
         )
-        ts = int(time.time() * 1000)
+        now = ts = int(time.time() * 1000)
         n = self.n
         open_ = self.open
         create = self.producer.create_batch
@@ -592,6 +618,9 @@ class _TaskWriter:
                         self.report.fail(1, f"the partitioner returned {p} for {n} partitions")
                         continue
             h = None if headers is None else headers[i]
+            if times is not None:
+                t = times[i]
+                ts = now if t is None else t
             b = open_[p]
             if b is None:
                 b = open_[p] = create()
@@ -743,6 +772,7 @@ def write_to_kafka(
     headers_col: str | None = None,
     partition_col: str | None = None,
     value_format: ValueFormat = "bytes",
+    timestamp_col: str | None = None,
     topic_timeout_ms: int = DEFAULT_TOPIC_TIMEOUT_MS,
     **producer_config: Any,
 ) -> WriteSummary:
@@ -758,6 +788,8 @@ def write_to_kafka(
     * ``headers_col``: ``map<string, binary|string>`` or
       ``array<struct<key: string, value: binary|string>>`` (keeps order and duplicates).
     * ``partition_col``: an integer column; a null falls back to key placement.
+    * ``timestamp_col``: the records' CreateTime: a timestamp column, or integers in
+      ms since the epoch; without it (or where it is null) the time of the write.
     * ``producer_config``: :class:`~aiokafka_lite.AIOKafkaProducer` options
       (``acks``, ``compression_type``, ``batch_size``, ...). ``allow_auto_create_topics``
       is off unless given: the topic must exist; the driver waits for its metadata
@@ -772,7 +804,15 @@ def write_to_kafka(
     config = _sink_config(bootstrap_servers, producer_config)
     ensure_local_python(df.sparkSession)
     prepared, plan = _prepare(
-        df, topic, key_col, value_col, headers_col, partition_col, value_format, config
+        df,
+        topic,
+        key_col,
+        value_col,
+        headers_col,
+        partition_col,
+        value_format,
+        config,
+        timestamp_col,
     )
     # Fails fast, on the driver, for an unknown topic or an unreachable cluster.
     _run(_topic_partitions(config, topic, topic_timeout_ms))
@@ -830,6 +870,7 @@ def kafka_batch_writer(
     headers_col: str | None = None,
     partition_col: str | None = None,
     value_format: ValueFormat = "bytes",
+    timestamp_col: str | None = None,
     topic_timeout_ms: int = DEFAULT_TOPIC_TIMEOUT_MS,
     **producer_config: Any,
 ) -> KafkaBatchWriter:
@@ -845,6 +886,7 @@ def kafka_batch_writer(
         headers_col=headers_col,
         partition_col=partition_col,
         value_format=value_format,
+        timestamp_col=timestamp_col,
         topic_timeout_ms=topic_timeout_ms,
         **producer_config,
     )

@@ -41,6 +41,7 @@ from aiokafka_lite.spark import (  # noqa: E402
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+T0 = 1_600_000_000_000  # ms: record timestamps taken from a column
 
 
 def java_partition(key: bytes, n: int) -> int:
@@ -157,6 +158,8 @@ def test_json_msgpack_values_and_explicit_partitions(
             sf.struct(sf.lit("h").alias("key"), sf.col("id").cast("string").alias("value")),
             sf.struct(sf.lit("h").alias("key"), sf.lit(None).cast("string").alias("value")),
         ).alias("hdrs"),
+        (sf.col("id") + T0).alias("ts_ms"),
+        sf.timestamp_millis(sf.col("id") + T0).alias("at"),
     )
     df = df.withColumn(
         "doc",
@@ -178,6 +181,7 @@ def test_json_msgpack_values_and_explicit_partitions(
         value_format="json",
         partition_col="part",
         headers_col="hdrs",
+        timestamp_col="ts_ms",
     )
     assert summary.rows_sent == n
     records = read_all_confluent(bootstrap, json_topic, expected=n, timeout=60)
@@ -193,6 +197,7 @@ def test_json_msgpack_values_and_explicit_partitions(
         assert rec.key == str(row["id"]).encode()
         assert rec.partition == row["part"]
         assert rec.headers == [("h", str(row["id"]).encode()), ("h", None)]
+        assert rec.timestamp == T0 + row["id"]
     assert seen.keys() == rows.keys() and set(seen.values()) == {1}
 
     # msgpack: a struct column becomes an object; a null struct a null value.
@@ -204,6 +209,7 @@ def test_json_msgpack_values_and_explicit_partitions(
         key_col="user name",
         value_col="doc",
         value_format="msgpack",
+        timestamp_col="at",
     )
     records = read_all_confluent(bootstrap, mp_topic, expected=n, timeout=60)
     assert len(records) == n
@@ -216,6 +222,7 @@ def test_json_msgpack_values_and_explicit_partitions(
             assert rec.value is not None
             assert msgspec.msgpack.decode(rec.value) == row["doc"].asDict()
         assert rec.partition == java_partition(rec.key, partitions)
+        assert rec.timestamp == T0 + row["id"]
 
 
 def test_unserializable_row_fails_the_write_naming_the_column(

@@ -71,7 +71,8 @@ def spark() -> Iterator[SparkSession]:
 
 def test_workers_run_this_interpreter(spark: SparkSession) -> None:
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
-    assert spark.sparkContext.pythonExec == sys.executable
+    executables = spark.sparkContext.parallelize(range(2), 2).map(lambda _: sys.executable)
+    assert executables.collect() == [sys.executable] * 2
 
 
 def _events(spark: SparkSession, n: int) -> DataFrame:

@@ -9,6 +9,7 @@ between two batches). The end-to-end behaviour is in test_send_many.py.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -74,7 +75,9 @@ async def test_memory_reserved_but_unused_by_append_many_goes_to_the_next_waiter
     delivery = BulkDelivery(acc.create_future(), "t", 1)
     # Behind a waiter, append_many reserves a whole batch (1000) for one small record.
     bulk = asyncio.create_task(
-        acc.append_many("t", 2, TS, [None], [b"small"], [0], delivery, timeout=5)
+        acc.append_many(
+            "t", 2, TS, [None], [b"small"], [0], delivery, deadline=time.monotonic() + 5
+        )
     )
     await waiting(acc, 2)
     last = asyncio.create_task(acc.append_wait("t", 3, TS, None, b"b", None, 500, 5))
@@ -93,7 +96,16 @@ async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> 
     delivery = BulkDelivery(acc.create_future(), "t", 50)
     values: list[bytes | None] = [b"v" * 50] * 50
     bulk = asyncio.create_task(
-        acc.append_many("t", 0, TS, [None] * 50, values, list(range(50)), delivery, timeout=5)
+        acc.append_many(
+            "t",
+            0,
+            TS,
+            [None] * 50,
+            values,
+            list(range(50)),
+            delivery,
+            deadline=time.monotonic() + 5,
+        )
     )
     await asyncio.sleep(0)  # append_many fills the first batch and yields
     assert not bulk.done()
@@ -152,3 +164,8 @@ async def test_a_learned_compression_ratio_sizes_every_partitions_next_batch() -
     assert acc.queue_for("t", 0).batch_limit == expected
     # Another topic has learned nothing: ratio 1.0, with the margin.
     assert acc.queue_for("other", 0).batch_limit == int(1000 / 1.05)
+
+
+def soon() -> float:
+    """A deadline (monotonic clock) that these tests never reach."""
+    return time.monotonic() + 5

@@ -1,0 +1,367 @@
+"""The PySpark sink on Spark ``local[2]`` against the embedded broker.
+
+Every record is read back with confluent-kafka (tests/readers.py) and compared with
+the DataFrame: count, key, value, headers, and the partition Java's partitioner gives
+the key (kafka-python's murmur2, an independent implementation). One SparkSession
+serves the whole module: starting one takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from conftest import TopicFactory  # noqa: E402
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E402
+from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from pyspark.sql import functions as sf  # noqa: E402
+from readers import ReadRecord, read_all_confluent  # noqa: E402
+
+from aiokafka_lite import KafkaTimeoutError  # noqa: E402
+from aiokafka_lite.spark import (  # noqa: E402
+    KafkaWriteError,
+    kafka_batch_writer,
+    local_session,
+    write_to_kafka,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+T0 = 1_600_000_000_000  # ms: record timestamps taken from a column
+
+
+def java_partition(key: bytes, n: int) -> int:
+    return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    # The Python workers must import this checkout (the JVM passes its PYTHONPATH on).
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), old) if p)
+    session = local_session(
+        "local[2]",
+        "aiokafka-lite-tests",
+        **{"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "1g"},
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+def test_workers_run_this_interpreter(spark: SparkSession) -> None:
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    executables = spark.sparkContext.parallelize(range(2), 2).map(lambda _: sys.executable)
+    assert executables.collect() == [sys.executable] * 2
+
+
+def _events(spark: SparkSession, n: int) -> DataFrame:
+    """n rows over 4 Spark partitions: keys repeat, every 10th key is null, some headers."""
+    return (
+        spark.range(n)
+        .select(
+            sf.col("id"),
+            sf.when(sf.col("id") % 10 == 0, sf.lit(None))
+            .otherwise(sf.concat(sf.lit("user-"), (sf.col("id") % 97).cast("string")))
+            .alias("key"),
+            sf.concat(sf.lit("payload-"), sf.col("id").cast("string"), sf.lit("-\u00e9")).alias(
+                "value"
+            ),
+            sf.when(
+                sf.col("id") % 3 == 0,
+                sf.create_map(sf.lit("seq"), sf.col("id").cast("string").cast("binary")),
+            ).alias("headers"),
+        )
+        .repartition(4, "key")  # every row of a key in one task: per-key order is testable
+    )
+
+
+def test_rows_read_back_with_content_and_java_placement(
+    spark: SparkSession, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    n, partitions = 10_000, 5
+    topic = topic_factory(partitions)
+    df = _events(spark, n)
+    summary = write_to_kafka(
+        df,
+        topic,
+        bootstrap_servers=bootstrap,
+        key_col="key",
+        value_col="value",
+        headers_col="headers",
+    )
+    assert (summary.rows_sent, summary.rows_failed, summary.tasks) == (n, 0, 4)
+
+    records = read_all_confluent(bootstrap, topic, expected=n, timeout=60)
+    assert len(records) == n
+    expected = {
+        r["id"]: (
+            None if r["key"] is None else r["key"].encode(),
+            r["value"].encode(),
+            [] if r["headers"] is None else [("seq", bytes(r["headers"]["seq"]))],
+        )
+        for r in df.collect()
+    }
+    got: dict[int, ReadRecord] = {}
+    for rec in records:
+        assert rec.value is not None
+        row_id = int(rec.value.decode().split("-")[1])
+        assert row_id not in got, f"row {row_id} written twice"
+        got[row_id] = rec
+        assert (rec.key, rec.value, rec.headers) == expected[row_id]
+        if rec.key is not None:
+            assert rec.partition == java_partition(rec.key, partitions)
+    assert got.keys() == expected.keys()
+    # Keyless rows spread over the partitions (one batch at a time), they are not stuck.
+    assert len({r.partition for r in records if r.key is None}) > 1
+    # Rows of one key keep their DataFrame order (one task writes them, in order).
+    by_key: dict[bytes, list[int]] = defaultdict(list)
+    for rec in records:  # sorted by (partition, offset)
+        if rec.key is not None:
+            assert rec.value is not None
+            by_key[rec.key].append(int(rec.value.decode().split("-")[1]))
+    assert all(ids == sorted(ids) for ids in by_key.values())
+
+
+def test_json_msgpack_values_and_explicit_partitions(
+    spark: SparkSession, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    n, partitions = 3_000, 3
+    df = spark.range(n).select(
+        sf.col("id"),
+        (sf.col("id") % partitions).cast("short").alias("part"),
+        sf.concat(sf.lit("u"), sf.col("id").cast("string")).alias("user name"),
+        (sf.col("id") / 4).alias("amount"),
+        sf.when(sf.col("id") % 5 == 0, sf.lit(None)).otherwise(sf.lit("EU")).alias("region"),
+        sf.array(sf.col("id"), sf.col("id") + 1).alias("pair"),
+        sf.create_map(sf.lit("n"), sf.col("id")).alias("attrs"),
+        sf.array(  # headers as pairs: order, duplicates and null values are kept
+            sf.struct(sf.lit("h").alias("key"), sf.col("id").cast("string").alias("value")),
+            sf.struct(sf.lit("h").alias("key"), sf.lit(None).cast("string").alias("value")),
+        ).alias("hdrs"),
+        (sf.col("id") + T0).alias("ts_ms"),
+        sf.timestamp_millis(sf.col("id") + T0).alias("at"),
+    )
+    df = df.withColumn(
+        "doc",
+        sf.when(sf.col("id") % 7 == 0, sf.lit(None)).otherwise(
+            sf.struct("user name", "amount", "region")
+        ),
+    )
+    rows = {r["id"]: r for r in df.collect()}
+
+    # json: several columns make one object per row; explicit partitions; int keys.
+    json_topic = topic_factory(partitions)
+    columns = ["id", "user name", "amount", "region", "pair", "attrs"]
+    summary = write_to_kafka(
+        df,
+        json_topic,
+        bootstrap_servers=bootstrap,
+        key_col="id",
+        value_col=columns,
+        value_format="json",
+        partition_col="part",
+        headers_col="hdrs",
+        timestamp_col="ts_ms",
+    )
+    assert summary.rows_sent == n
+    records = read_all_confluent(bootstrap, json_topic, expected=n, timeout=60)
+    assert len(records) == n
+    seen = Counter[int]()
+    for rec in records:
+        assert rec.value is not None
+        doc = json.loads(rec.value)
+        row = rows[doc["id"]]
+        seen[doc["id"]] += 1
+        assert list(doc) == columns  # column order is kept
+        assert doc == {c: row[c] for c in columns}
+        assert rec.key == str(row["id"]).encode()
+        assert rec.partition == row["part"]
+        assert rec.headers == [("h", str(row["id"]).encode()), ("h", None)]
+        assert rec.timestamp == T0 + row["id"]
+    assert seen.keys() == rows.keys() and set(seen.values()) == {1}
+
+    # msgpack: a struct column becomes an object; a null struct a null value.
+    mp_topic = topic_factory(partitions)
+    write_to_kafka(
+        df,
+        mp_topic,
+        bootstrap_servers=bootstrap,
+        key_col="user name",
+        value_col="doc",
+        value_format="msgpack",
+        timestamp_col="at",
+    )
+    records = read_all_confluent(bootstrap, mp_topic, expected=n, timeout=60)
+    assert len(records) == n
+    for rec in records:
+        assert rec.key is not None
+        row = rows[int(rec.key.decode()[1:])]
+        if row["doc"] is None:
+            assert rec.value is None
+        else:
+            assert rec.value is not None
+            assert msgspec.msgpack.decode(rec.value) == row["doc"].asDict()
+        assert rec.partition == java_partition(rec.key, partitions)
+        assert rec.timestamp == T0 + row["id"]
+
+
+def test_unserializable_row_fails_the_write_naming_the_column(
+    spark: SparkSession, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(2)
+    # Row 42's timestamp (year ~11476) is valid in Spark but beyond Python's datetime.
+    df = spark.range(100).select(
+        sf.col("id"),
+        sf.when(sf.col("id") == 42, sf.timestamp_seconds(sf.lit(300_000_000_000)))
+        .otherwise(sf.timestamp_seconds(sf.col("id")))
+        .alias("seen_at"),
+    )
+    with pytest.raises(KafkaWriteError, match=r"column 'seen_at' \(value as json\)") as info:
+        write_to_kafka(
+            df.coalesce(1),
+            topic,
+            bootstrap_servers=bootstrap,
+            value_col=["id", "seen_at"],
+            value_format="json",
+        )
+    summary = info.value.summary
+    assert (summary.rows_sent, summary.rows_failed) == (99, 1)
+    assert "row 42" in str(info.value)
+    # The other rows were written; the bad one was not.
+    records = read_all_confluent(bootstrap, topic, expected=99, timeout=30)
+    ids = sorted(json.loads(r.value or b"")["id"] for r in records)
+    assert ids == [i for i in range(100) if i != 42]
+
+
+async def test_write_from_a_coroutine(
+    spark: SparkSession, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    # A notebook or an async app calls it with an event loop running in this thread:
+    # the driver's own producer (the topic check) then runs on a loop of its own.
+    topic = topic_factory(2)
+    df = spark.range(50).select(sf.col("id").cast("string").alias("value"))
+    summary = write_to_kafka(df, topic, bootstrap_servers=bootstrap)
+    assert summary.rows_sent == 50
+    records = read_all_confluent(bootstrap, topic, expected=50, timeout=30)
+    assert sorted(int(r.value or b"") for r in records) == list(range(50))
+
+
+def test_columns_are_checked_on_the_driver(spark: SparkSession, bootstrap: str) -> None:
+    df = spark.range(3).select(sf.col("id"), sf.col("id").cast("string").alias("s"))
+    with pytest.raises(TypeError, match=r"value column 'id' has type bigint"):
+        write_to_kafka(df, "t", bootstrap_servers=bootstrap, value_col="id")
+    with pytest.raises(ValueError, match=r"key column 'nope' is not in the DataFrame"):
+        write_to_kafka(df, "t", bootstrap_servers=bootstrap, key_col="nope", value_col="s")
+    with pytest.raises(ValueError, match=r"key_serializer is not used"):
+        write_to_kafka(df, "t", bootstrap_servers=bootstrap, value_col="s", key_serializer="str")
+
+
+def test_unknown_topic_fails_fast_and_is_not_created(spark: SparkSession, bootstrap: str) -> None:
+    topic = "no-such-topic-for-spark"
+    df = spark.range(10).select(sf.col("id").cast("string").alias("value"))
+    with pytest.raises(KafkaTimeoutError, match=rf"'{topic}'.*UNKNOWN_TOPIC_OR_PARTITION"):
+        write_to_kafka(df, topic, bootstrap_servers=bootstrap, topic_timeout_ms=2000)
+    # Listing all topics does not create any (asking for one by name would, on Tansu).
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    assert topic not in admin.list_topics(timeout=10).topics
+
+
+def test_delivery_failures_are_counted_and_raised(spark: SparkSession) -> None:
+    # The librdkafka mock cluster answers the next Produce requests with an error (not
+    # appending them): the only way to make a real broker refuse some batches on cue.
+    n = 5_000
+    with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("refused", partitions=2)
+        cluster.push_errors(API_PRODUCE, [ERR_NOT_ENOUGH_REPLICAS] * 2)
+        df = spark.range(n).select(sf.col("id").cast("string").alias("value")).coalesce(1)
+        with pytest.raises(KafkaWriteError, match=r"NotEnoughReplicas") as info:
+            write_to_kafka(df, "refused", bootstrap_servers=cluster.bootstrap_servers, retries=0)
+        summary = info.value.summary
+        assert summary.rows_failed > 0
+        assert summary.rows_sent + summary.rows_failed == n
+        records = read_all_confluent(
+            cluster.bootstrap_servers, "refused", expected=summary.rows_sent, timeout=30
+        )
+        assert len(records) == summary.rows_sent
+
+
+def test_foreach_batch_writer_streams_micro_batches(
+    spark: SparkSession, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    sent: list[dict[str, Any]] = []
+    for f in range(3):
+        lines = [{"user": f"u{i % 7}", "n": f * 100 + i} for i in range(100)]
+        sent += lines
+        (source / f"part-{f}.json").write_text("\n".join(json.dumps(x) for x in lines))
+    topic = topic_factory(3)
+    writer = kafka_batch_writer(
+        topic,
+        bootstrap_servers=bootstrap,
+        key_col="user",
+        value_col=["user", "n"],
+        value_format="json",
+    )
+    stream = (
+        spark.readStream.schema("user string, n long")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source))
+    )
+    query = (
+        stream.writeStream.foreachBatch(writer)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    assert writer.batches == 3 and writer.rows_sent == 300
+
+    records = read_all_confluent(bootstrap, topic, expected=300, timeout=30)
+    got = sorted((json.loads(r.value or b"")["n"], r.key, r.partition) for r in records)
+    want = sorted((x["n"], x["user"].encode(), java_partition(x["user"].encode(), 3)) for x in sent)
+    assert got == want
+
+
+def test_example_pipeline_runs_with_one_command() -> None:
+    # Its own Spark (local[*]) and embedded broker, as a user would run it.
+    example = REPO_ROOT / "examples" / "spark_pipeline.py"
+    proc = subprocess.run(
+        [sys.executable, str(example), "--events", "3000"],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    found = re.search(r"kept ([\d,]+) after cleaning", out)
+    assert found is not None, out
+    kept = int(found[1].replace(",", ""))
+    assert 2500 < kept < 3000  # the generated dirt was removed
+    assert re.search(rf"purchases-clean: +{kept:,} rows sent .*, 0 failed", out)
+    assert re.search(r"user-hourly-spend: +[\d,]+ rows sent .*, 0 failed", out)
+    assert re.search(r"region-spend: +4 rows sent .*, 0 failed", out)

@@ -202,34 +202,41 @@ class RecordBatchBuilder:
         """
         tsd = timestamp - self.base_timestamp
         prefix = b"\x00" + encode_varint(tsd)  # attributes, timestamp delta
+        # Body bytes besides the key, value and their varints: prefix, offset
+        # delta, header count (the offset delta's varint is added per record).
+        fixed = len(prefix) + 1
         od = self.count
         buf = self.buf
         hard = len(buf) + budget
         table, size, null = _VARINT, _TABLE_SIZE, _NULL
+        join = b"".join
+        end = len(buf)
         pos = start
         for pos in range(start, len(order)):
             i = order[pos]
             key = keys[i]
             value = values[i]
+            n = fixed
             if key is None:
                 k_b, key = null, b""
             else:
-                n = len(key)
-                k_b = table[n] if n < size else _zigzag_varint(n)
+                kn = len(key)
+                k_b = table[kn] if kn < size else _zigzag_varint(kn)
+                n += kn
             if value is None:
                 v_b, value = null, b""
             else:
-                n = len(value)
-                v_b = table[n] if n < size else _zigzag_varint(n)
+                vn = len(value)
+                v_b = table[vn] if vn < size else _zigzag_varint(vn)
+                n += vn
             od_b = table[od] if od < size else _zigzag_varint(od)
-            body = b"".join((prefix, od_b, k_b, key, v_b, value, b"\x00"))
-            n = len(body)
+            n += len(od_b) + len(k_b) + len(v_b)
             len_b = table[n] if n < size else _zigzag_varint(n)
-            end = len(buf) + len(len_b) + n
+            end += len(len_b) + n
             if end > hard or (od and end > limit):
                 break
-            buf += len_b
-            buf += body
+            # One join and one append per record: the body is never built apart.
+            buf += join((len_b, prefix, od_b, k_b, key, v_b, value, b"\x00"))
             od += 1
         else:
             pos = len(order)

@@ -219,7 +219,10 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 # checks that the table lists exactly these options with their defaults).
 FIELD_DOCS: dict[str, str] = {
     "bootstrap_servers": "`host:port` list (string with commas, or a list) to bootstrap from",
-    "client_id": "sent in every request header; shows up in broker logs and quotas",
+    "client_id": (
+        "sent in every request header; shows up in broker logs and quotas (unset: the "
+        "producer calls itself `aiokafka-lite-producer-N`, or `-<transactional_id>`, as Java)"
+    ),
     "acks": "`0`, `1`, or `all`/`-1`: replicas that must have the record before success",
     "linger_ms": "how long a batch may wait for more records before it is sent",
     "batch_size": "bytes per partition batch before it is sent (aiokafka: `max_batch_size`)",

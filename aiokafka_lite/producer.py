@@ -11,12 +11,15 @@ up (same bound).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import msgspec
 
 from . import serializers
 from .accumulator import BulkDelivery, RecordAccumulator
@@ -47,8 +50,19 @@ __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
 
 log = logging.getLogger("aiokafka_lite.producer")
 
-K = TypeVar("K")
-V = TypeVar("V")
+if TYPE_CHECKING:
+    # PEP 696 defaults: a producer built without typed serializers is
+    # AIOKafkaProducer[Any, Any] instead of a type checker's "need annotation".
+    from typing_extensions import TypeVar as _TypeVar
+
+    K = _TypeVar("K", default=Any)
+    V = _TypeVar("V", default=Any)
+else:
+    K = TypeVar("K")
+    V = TypeVar("V")
+
+# Numbers unnamed producers, as Java's producer-1, producer-2, ...
+_producer_ids = itertools.count(1)
 
 # Bytes a record adds beyond its key, value and headers, at most: length,
 # attributes, timestamp and offset deltas, key/value lengths, header count,
@@ -110,10 +124,29 @@ class BatchBuilder:
 class AIOKafkaProducer(Generic[K, V]):
     """An asyncio Kafka producer; see the README for every option and its default."""
 
-    def __init__(self, *, loop: asyncio.AbstractEventLoop | None = None, **config: Any) -> None:
+    def __init__(
+        self,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+        key_serializer: Callable[[K], bytes | None] | str | None = None,
+        value_serializer: Callable[[V], bytes | None] | str | None = None,
+        **config: Any,
+    ) -> None:
+        # The serializers are named here (not only in **config) so that type
+        # checkers infer K and V from them: send() then takes what they take.
         if loop is not None:
             log.warning("the loop argument is ignored; the running loop is used (as in aiokafka)")
-        self._config = cfg = ProducerConfig.from_kwargs(**config)
+        if key_serializer is not None:
+            config["key_serializer"] = key_serializer
+        if value_serializer is not None:
+            config["value_serializer"] = value_serializer
+        cfg = ProducerConfig.from_kwargs(**config)
+        if cfg.client_id is None:
+            # As Java: an unnamed producer still gets a name, so that broker logs
+            # and quotas can tell producers apart (after its transactional id if any).
+            suffix = cfg.transactional_id or str(next(_producer_ids))
+            cfg = msgspec.structs.replace(cfg, client_id=f"aiokafka-lite-producer-{suffix}")
+        self._config = cfg
         self._key_serializer = serializers.resolve(cfg.key_serializer)
         self._value_serializer = serializers.resolve(cfg.value_serializer)
         self._partitioner: Callable[..., int] | None = cfg.partitioner

@@ -19,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import re
 import socket
 import struct
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -39,6 +41,7 @@ from scripted_broker import (
     size_prefixed,
 )
 
+from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.client import NetworkClient, backoff_delay
 from aiokafka_lite.cluster import Node
 from aiokafka_lite.config import ProducerConfig
@@ -948,5 +951,28 @@ async def test_client_bootstrap_broker_that_never_answers_metadata() -> None:
                     await client.bootstrap(0.3)
             assert "unable to bootstrap" in str(info.value)
             assert broker.address in str(info.value)
+        finally:
+            await client.close()
+
+
+async def test_an_unnamed_producer_sends_its_own_client_id() -> None:
+    # As Java's producer-N: broker logs and quotas can tell producers apart.
+    first, second = AIOKafkaProducer(), AIOKafkaProducer()
+    named = AIOKafkaProducer(client_id="billing")
+    transactional = AIOKafkaProducer(transactional_id="orders-1")
+    ids = [p.config.client_id for p in (first, second, named, transactional)]
+    assert ids[0] is not None and re.fullmatch(r"aiokafka-lite-producer-\d+", ids[0])
+    assert ids[1] == f"aiokafka-lite-producer-{int(ids[0].rsplit('-', 1)[1]) + 1}"
+    assert ids[2:] == ["billing", "aiokafka-lite-producer-orders-1"]
+    holder: list[ScriptedBroker] = []
+    async with scripted(metadata_script(lambda: holder[0].port)) as broker:
+        holder.append(broker)
+        config = msgspec.structs.replace(first.config, bootstrap_servers=broker.address)
+        client = NetworkClient(config, wakeup=lambda: None)
+        try:
+            async with asyncio.timeout(STEP):
+                await client.bootstrap(STEP)
+            assert broker.requests
+            assert {r.client_id for r in broker.requests} == {ids[0]}
         finally:
             await client.close()

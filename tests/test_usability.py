@@ -69,7 +69,11 @@ def test_java_and_librdkafka_config_names() -> None:
     assert cfg.delivery_timeout_ms == 90000
     assert cfg.compression_type == "gzip"
     assert cfg.enable_idempotence is False
-    assert AIOKafkaProducer(**config).config == cfg
+    # The producer takes the same config, and names itself (no client_id given).
+    producer_cfg = AIOKafkaProducer(**config).config
+    assert producer_cfg.client_id is not None
+    assert producer_cfg.client_id.startswith("aiokafka-lite-producer-")
+    assert producer_cfg == msgspec.structs.replace(cfg, client_id=producer_cfg.client_id)
 
 
 @pytest.mark.parametrize(

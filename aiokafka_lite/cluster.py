@@ -44,6 +44,7 @@ class Cluster:
         "nodes",
         "partitions_by_topic",
         "topic_errors",
+        "topic_ids",
     )
 
     def __init__(
@@ -54,11 +55,15 @@ class Cluster:
         cluster_id: str | None = None,
         controller: int = -1,
         topic_errors: dict[str, int] | None = None,
+        topic_ids: dict[str, bytes] | None = None,
     ) -> None:
         self.nodes: dict[int, Node] = {n.node_id: n for n in nodes}
         self.cluster_id = cluster_id
         self.controller = controller
         self.topic_errors: dict[str, int] = topic_errors or {}
+        # Topic ids (Metadata v10+; absent before): a topic deleted and created
+        # again gets a new id, and its leader epochs start over.
+        self.topic_ids: dict[str, bytes] = topic_ids or {}
         by_topic: dict[str, list[PartitionInfo]] = {}
         for p in partitions:
             if p.leader != NO_LEADER and p.leader not in self.nodes:
@@ -91,9 +96,12 @@ class Cluster:
         nodes = [Node(b.node_id, b.host, b.port, b.rack) for b in response.brokers]
         partitions: list[PartitionInfo] = []
         errors: dict[str, int] = {}
+        topic_ids: dict[str, bytes] = {}
         for t in response.topics:
             if t.name is None:
                 continue
+            if any(t.topic_id):
+                topic_ids[t.name] = t.topic_id
             if t.error_code:
                 errors[t.name] = t.error_code
                 continue
@@ -115,6 +123,7 @@ class Cluster:
             cluster_id=response.cluster_id,
             controller=response.controller_id,
             topic_errors=errors,
+            topic_ids=topic_ids,
         )
 
     def leader_for(self, topic: str, partition: int) -> int:
@@ -147,6 +156,7 @@ class Cluster:
             cluster_id=self.cluster_id,
             controller=self.controller,
             topic_errors=dict(self.topic_errors),
+            topic_ids=dict(self.topic_ids),
         )
 
     def __repr__(self) -> str:

@@ -81,6 +81,7 @@ class Metadata:
     # -- updates --------------------------------------------------------------
 
     def update(self, cluster: Cluster, now: float) -> None:
+        cluster = self._keep_newer_leaders(cluster)
         self.cluster = cluster
         self.partitions_by_topic = cluster.partitions_by_topic
         self.version += 1
@@ -91,6 +92,67 @@ class Metadata:
         # yet, leader election in progress) need another look soon.
         self.need_update = any(t not in cluster.partitions_by_topic for t in self._topics)
         self._notify()
+
+    def _keep_newer_leaders(self, new: Cluster) -> Cluster:
+        """``new``, except that no partition goes back to an older leader epoch.
+
+        Metadata answers can lag: a broker that has not heard of a leader change
+        yet describes the partition with the old leader and its older epoch, and
+        would undo what a newer answer (or a KIP-951 hint from a Produce
+        response, :meth:`move_leader`) told us. As Java's ``Metadata`` does, a
+        partition whose new leader epoch is lower than the one we hold keeps our
+        leader (and that leader's address, if the answer leaves it out). An
+        unknown epoch (-1: Metadata before v7) replaces what we hold, and so does
+        anything about a topic whose id changed (deleted and created again: its
+        epochs start over) or from another cluster (another cluster id).
+        """
+        old = self.cluster
+        if old.cluster_id != new.cluster_id:
+            return new  # another cluster (or the first answer): nothing to compare with
+        kept: dict[tuple[str, int], PartitionInfo] = {}
+        nodes: dict[int, Node] = {}
+        for topic, new_parts in new.partitions_by_topic.items():
+            old_parts = old.partitions_by_topic.get(topic)
+            if old_parts is None:
+                continue
+            old_id, new_id = old.topic_ids.get(topic), new.topic_ids.get(topic)
+            if old_id is not None and new_id is not None and old_id != new_id:
+                continue
+            for p in new_parts:
+                if p.partition >= len(old_parts):
+                    continue  # a partition added since: nothing to compare with
+                held = old_parts[p.partition]
+                if p.leader_epoch < 0 or held.leader_epoch <= p.leader_epoch:
+                    continue
+                log.debug(
+                    "%s[%s]: metadata names leader %s at epoch %s, older than our leader %s "
+                    "at epoch %s: keeping ours",
+                    topic,
+                    p.partition,
+                    p.leader,
+                    p.leader_epoch,
+                    held.leader,
+                    held.leader_epoch,
+                )
+                kept[topic, p.partition] = p._replace(
+                    leader=held.leader, leader_epoch=held.leader_epoch
+                )
+                if held.leader not in new.nodes and held.leader in old.nodes:
+                    nodes[held.leader] = old.nodes[held.leader]
+        if not kept:
+            return new
+        return Cluster(
+            [*new.nodes.values(), *nodes.values()],
+            [
+                kept.get((q.topic, q.partition), q)
+                for qs in new.partitions_by_topic.values()
+                for q in qs
+            ],
+            cluster_id=new.cluster_id,
+            controller=new.controller,
+            topic_errors=dict(new.topic_errors),
+            topic_ids=dict(new.topic_ids),
+        )
 
     def failed_update(self, error: BaseException) -> None:
         self.last_error = error

@@ -7,7 +7,8 @@ precomputed once per snapshot so that none of them costs more than a dict get.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 from .protocol.messages import MetadataResponse
@@ -35,9 +36,11 @@ class PartitionInfo(NamedTuple):
 
 
 class Cluster:
-    """Nodes and partitions by topic; never mutated after construction."""
+    """Nodes and partitions by topic (and, built on first use, by node); never changed
+    after construction but for that one cache."""
 
     __slots__ = (
+        "_partitions_by_node",
         "available_partitions_by_topic",
         "cluster_id",
         "controller",
@@ -58,6 +61,7 @@ class Cluster:
         topic_ids: dict[str, bytes] | None = None,
     ) -> None:
         self.nodes: dict[int, Node] = {n.node_id: n for n in nodes}
+        self._partitions_by_node: Mapping[int, tuple[PartitionInfo, ...]] | None = None
         self.cluster_id = cluster_id
         self.controller = controller
         self.topic_errors: dict[str, int] = topic_errors or {}
@@ -131,6 +135,28 @@ class Cluster:
         if parts is None or partition >= len(parts):
             return NO_LEADER
         return parts[partition].leader
+
+    @property
+    def partitions_by_node(self) -> Mapping[int, tuple[PartitionInfo, ...]]:
+        """Node id -> the partitions it leads (Java's ``partitionsForNode``), read-only.
+
+        Nothing on the send path needs it, so it is built on first use and kept,
+        not per metadata update; partitions without a leader are in no entry.
+        """
+        by_node = self._partitions_by_node
+        if by_node is None:
+            grouped: dict[int, list[PartitionInfo]] = {}
+            for parts in self.partitions_by_topic.values():
+                for p in parts:
+                    if p.leader != NO_LEADER:
+                        grouped.setdefault(p.leader, []).append(p)
+            by_node = MappingProxyType({n: tuple(ps) for n, ps in grouped.items()})
+            self._partitions_by_node = by_node
+        return by_node
+
+    def partitions_for_node(self, node_id: int) -> tuple[PartitionInfo, ...]:
+        """The partitions ``node_id`` leads (none: an empty tuple)."""
+        return self.partitions_by_node.get(node_id, ())
 
     def partition_count(self, topic: str) -> int | None:
         parts = self.partitions_by_topic.get(topic)

@@ -74,9 +74,11 @@ __all__ = [
     "ERR_NETWORK_EXCEPTION",
     "ERR_NOT_ENOUGH_REPLICAS",
     "ERR_NOT_LEADER_OR_FOLLOWER",
+    "ERR_OUT_OF_ORDER_SEQUENCE_NUMBER",
     "ERR_REQUEST_TIMED_OUT",
     "ERR_TOPIC_AUTHORIZATION_FAILED",
     "ERR_TRANSPORT",
+    "ERR_UNKNOWN_PRODUCER_ID",
     "MockCluster",
     "MockClusterError",
     "find_librdkafka",
@@ -96,6 +98,8 @@ ERR_REQUEST_TIMED_OUT = 7
 ERR_NETWORK_EXCEPTION = 13
 ERR_NOT_ENOUGH_REPLICAS = 19
 ERR_TOPIC_AUTHORIZATION_FAILED = 29
+ERR_OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+ERR_UNKNOWN_PRODUCER_ID = 59
 # librdkafka-internal RD_KAFKA_RESP_ERR__TRANSPORT: the mock broker closes the connection
 # instead of answering, without applying the request (a request lost, not a response).
 ERR_TRANSPORT = -195

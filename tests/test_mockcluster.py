@@ -24,10 +24,11 @@ Mock-cluster facts that shape these tests (librdkafka 2.16):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,15 +38,27 @@ from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient
 from mockcluster import (
     API_PRODUCE,
+    ERR_MESSAGE_TOO_LARGE,
+    ERR_NETWORK_EXCEPTION,
     ERR_NOT_ENOUGH_REPLICAS,
     ERR_NOT_LEADER_OR_FOLLOWER,
+    ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
     ERR_REQUEST_TIMED_OUT,
     ERR_TOPIC_AUTHORIZATION_FAILED,
+    ERR_TRANSPORT,
+    ERR_UNKNOWN_PRODUCER_ID,
     MockCluster,
 )
+from test_faults_checks import Outcome, check_fault_outcome, check_log, settle, stop_in_time, value
+from txnlog import read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, RecordMetadata
-from aiokafka_lite.errors import DeliveryFailedError
+from aiokafka_lite.errors import (
+    DeliveryFailedError,
+    DeliveryOutcomeUnknownError,
+    MessageTooLargeError,
+    TopicAuthorizationFailedError,
+)
 
 BROKERS = 3
 PARTITIONS = 6
@@ -143,70 +156,29 @@ def record(i: int) -> tuple[bytes, bytes]:
     return f"key-{i % 97}".encode(), str(i).encode()
 
 
-def check_exactly_once_in_order(log: list[Read], acked: dict[int, RecordMetadata]) -> None:
-    """Every acknowledged record is in the log exactly once, where its metadata says.
+async def verify(
+    env: Env,
+    producer: AIOKafkaProducer[bytes, bytes],
+    futures: list[asyncio.Future[RecordMetadata]],
+    *,
+    allowed_errors: tuple[type[BaseException], ...] = (),
+    within: float = 15.0,
+    keyed: bool = True,
+) -> Outcome:
+    """The checks every fault test makes (tests/test_faults_checks.py), read back here."""
 
-    Nothing else is in the log, and per partition the log holds records in send order.
-    """
-    seen: dict[int, list[Read]] = {}
-    for r in log:
-        assert r.value is not None
-        seen.setdefault(int(r.value), []).append(r)
-    duplicates = {i: rs for i, rs in seen.items() if len(rs) > 1}
-    assert not duplicates, f"{len(duplicates)} records written more than once, e.g. " + str(
-        list(duplicates.items())[:3]
+    async def read(_: Outcome) -> list[Read]:
+        return await read_back(env)
+
+    return await check_fault_outcome(
+        producer,
+        futures,
+        read,
+        allowed_errors=allowed_errors,
+        within=within,
+        stop_timeout=STOP_WITHIN,
+        key=(lambda i: record(i)[0]) if keyed else None,
     )
-    missing = sorted(set(acked) - set(seen))
-    assert not missing, f"{len(missing)} acknowledged records not in the log: {missing[:10]}"
-    unexpected = sorted(set(seen) - set(acked))
-    assert not unexpected, f"records in the log that were never acknowledged: {unexpected[:10]}"
-    for i, md in acked.items():
-        (r,) = seen[i]
-        assert (r.partition, r.offset) == (md.partition, md.offset), (
-            f"record {i}: metadata says {md.partition}/{md.offset}, log has it at "
-            f"{r.partition}/{r.offset}"
-        )
-        assert r.key == record(i)[0]
-    for p in range(PARTITIONS):
-        order = [int(r.value) for r in log if r.partition == p and r.value is not None]
-        assert order == sorted(order), f"partition {p}: log is not in send order"
-
-
-async def results(
-    futures: list[asyncio.Future[RecordMetadata]], within: float = 15.0
-) -> tuple[dict[int, RecordMetadata], dict[int, BaseException]]:
-    """Wait for every future (at most ``within`` s): (index -> metadata, index -> error)."""
-    await asyncio.wait(futures, timeout=within)
-    pending = [i for i, f in enumerate(futures) if not f.done()]
-    assert not pending, f"{len(pending)} futures still pending, e.g. records {pending[:10]}"
-    ok: dict[int, RecordMetadata] = {}
-    failed: dict[int, BaseException] = {}
-    for i, f in enumerate(futures):
-        exc = f.exception()
-        if exc is None:
-            ok[i] = f.result()
-        else:
-            failed[i] = exc
-    return ok, failed
-
-
-async def stop(producer: AIOKafkaProducer[bytes, bytes]) -> float | None:
-    """``await producer.stop()``, bounded: seconds it took, or None if it did not return.
-
-    Never raises, so a failure inside the test is what gets reported; each test
-    asserts on the result afterwards.
-    """
-    t0 = time.monotonic()
-    try:
-        async with asyncio.timeout(STOP_WITHIN):
-            await producer.stop()
-    except TimeoutError:
-        return None
-    return time.monotonic() - t0
-
-
-def assert_stopped(took: float | None) -> None:
-    assert took is not None, f"producer.stop() did not return within {STOP_WITHIN:.0f} s"
 
 
 def make_producer(env: Env, **overrides: Any) -> AIOKafkaProducer[bytes, bytes]:
@@ -218,6 +190,17 @@ def make_producer(env: Env, **overrides: Any) -> AIOKafkaProducer[bytes, bytes]:
     }
     config.update(overrides)
     return AIOKafkaProducer(**config)
+
+
+@contextlib.asynccontextmanager
+async def started(env: Env, **overrides: Any) -> AsyncIterator[AIOKafkaProducer[bytes, bytes]]:
+    """A started producer; stopped on the way out (a no-op once the checks stopped it)."""
+    producer = make_producer(env, **overrides)
+    await producer.start()
+    try:
+        yield producer
+    finally:
+        await producer.stop(STOP_WITHIN)
 
 
 # -- the harness itself, with librdkafka's own producer --------------------------------
@@ -252,17 +235,10 @@ IDEMPOTENCE = pytest.mark.parametrize(
 
 
 async def test_round_trip_3000_keyed_records(env: Env) -> None:
-    producer = make_producer(env)
-    await producer.start()
-    try:
+    async with started(env) as producer:
         futures = [await producer.send(env.topic, v, key=k) for k, v in map(record, range(3000))]
-        ok, failed = await results(futures)
-    finally:
-        took = await stop(producer)
-    assert_stopped(took)
-    assert not failed, f"{len(failed)} failed, e.g. {next(iter(failed.values()))!r}"
-    check_exactly_once_in_order(await read_back(env), ok)
-    assert {md.partition for md in ok.values()} == set(range(PARTITIONS))
+        outcome = await verify(env, producer, futures)
+    assert {md.partition for md in outcome.acked.values()} == set(range(PARTITIONS))
 
 
 @IDEMPOTENCE
@@ -270,8 +246,6 @@ async def test_leaders_move_mid_stream(env: Env, idempotent: bool) -> None:
     n = 3000
     before = env.leaders()
     after = {p: leader % BROKERS + 1 for p, leader in before.items()}
-    producer = make_producer(env, enable_idempotence=idempotent)
-    await producer.start()
     acked = 0
     half_acked = asyncio.Event()
 
@@ -291,152 +265,304 @@ async def test_leaders_move_mid_stream(env: Env, idempotent: bool) -> None:
     futures: list[asyncio.Future[RecordMetadata]] = []
     sent_after_move = 0
     try:
-        for i in range(n):
-            key, value = record(i)
-            fut = await producer.send(env.topic, value, key=key)
-            fut.add_done_callback(count)
-            futures.append(fut)
-            sent_after_move += mover.done()
-            if i % 50 == 49:
-                await asyncio.sleep(0.002)  # a stream, not one burst: acks come meanwhile
-        ok, failed = await results(futures)
-        retried = producer.metrics()["record-retry-total"]
+        async with started(env, enable_idempotence=idempotent) as producer:
+            for i in range(n):
+                key, value_ = record(i)
+                fut = await producer.send(env.topic, value_, key=key)
+                fut.add_done_callback(count)
+                futures.append(fut)
+                sent_after_move += mover.done()
+                if i % 50 == 49:
+                    await asyncio.sleep(0.002)  # a stream, not one burst: acks come meanwhile
+            await settle(futures, 15.0)
+            retried = producer.metrics()["record-retry-total"]
+            await verify(env, producer, futures)
     finally:
         mover.cancel()
-        took = await stop(producer)
-    assert_stopped(took)
     assert sent_after_move > 0, "the leaders moved only after everything was sent"
     assert env.leaders() == after
     # The first request to each old leader after the move is answered
     # NOT_LEADER_OR_FOLLOWER (with the new leader as a KIP-951 hint): retried.
     assert retried > 0, "no record was retried: the producer never met a moved leader"
-    assert not failed, f"{len(failed)} failed, e.g. {next(iter(failed.values()))!r}"
-    check_exactly_once_in_order(await read_back(env), ok)
 
 
 @IDEMPOTENCE
 async def test_retriable_produce_errors_deliver_exactly_once(env: Env, idempotent: bool) -> None:
     # Answered without writing anything: a retry must not duplicate.
-    injected = [ERR_NOT_LEADER_OR_FOLLOWER] * 3 + [ERR_REQUEST_TIMED_OUT, ERR_NOT_ENOUGH_REPLICAS]
+    injected = [ERR_NOT_LEADER_OR_FOLLOWER] * 3 + [
+        ERR_REQUEST_TIMED_OUT,
+        ERR_NOT_ENOUGH_REPLICAS,
+        ERR_NETWORK_EXCEPTION,
+        ERR_NETWORK_EXCEPTION,
+    ]
     env.cluster.push_errors(API_PRODUCE, injected)
-    producer = make_producer(env, enable_idempotence=idempotent)
-    await producer.start()
-    try:
+    async with started(env, enable_idempotence=idempotent) as producer:
         futures = [await producer.send(env.topic, v, key=k) for k, v in map(record, range(1000))]
-        ok, failed = await results(futures)
+        await settle(futures, 15.0)
         retried = producer.metrics()["record-retry-total"]
-    finally:
-        took = await stop(producer)
-    assert_stopped(took)
-    assert not failed, f"{len(failed)} failed, e.g. {next(iter(failed.values()))!r}"
+        await verify(env, producer, futures)
     assert retried > 0, "no record was retried: the injected errors were not seen"
-    check_exactly_once_in_order(await read_back(env), ok)
 
 
 @IDEMPOTENCE
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [
+        (ERR_TOPIC_AUTHORIZATION_FAILED, TopicAuthorizationFailedError),
+        (ERR_MESSAGE_TOO_LARGE, MessageTooLargeError),
+    ],
+    ids=["TOPIC_AUTHORIZATION_FAILED", "MESSAGE_TOO_LARGE"],
+)
 async def test_non_retriable_error_fails_only_the_affected_records(
-    env: Env, idempotent: bool
+    env: Env, idempotent: bool, code: int, error: type[Exception]
 ) -> None:
     # Idempotent: a batch that fails for good makes the producer bump its epoch
     # (InitProducerId v3+ with its id and epoch, KIP-360). Kafka answers with a new
-    # producer id; the mock answers INVALID_PRODUCER_ID_MAPPING.
-    producer = make_producer(env, enable_idempotence=idempotent)
-    await producer.start()
-    try:
-        # One batch for partition 0, answered TOPIC_AUTHORIZATION_FAILED.
-        env.cluster.push_errors(API_PRODUCE, [ERR_TOPIC_AUTHORIZATION_FAILED])
-        first = [await producer.send(env.topic, str(i).encode(), partition=0) for i in range(20)]
-        _, first_failed = await results(first)
+    # producer id; the mock answers INVALID_PRODUCER_ID_MAPPING, and the producer
+    # asks for a new id instead.
+    async with started(env, enable_idempotence=idempotent) as producer:
+        # One batch for partition 0, refused for good.
+        env.cluster.push_errors(API_PRODUCE, [code])
+        futures = [await producer.send(env.topic, value(i), partition=0) for i in range(20)]
+        first = await settle(futures, 15.0)
         # Later records, to every partition, go through.
-        later: list[asyncio.Future[RecordMetadata]] = []
         for i in range(20, 320):
-            later.append(await producer.send(env.topic, str(i).encode(), partition=i % PARTITIONS))
-        later_ok, later_failed = await results(later)
-    finally:
-        took = await stop(producer)
-    assert_stopped(took)
-    assert sorted(first_failed) == list(range(20)), "every record of the refused batch fails"
-    for exc in first_failed.values():
-        assert "TOPIC_AUTHORIZATION_FAILED" in str(exc), repr(exc)
+            futures.append(await producer.send(env.topic, value(i), partition=i % PARTITIONS))
+        outcome = await verify(env, producer, futures, allowed_errors=(error,), keyed=False)
+    assert sorted(first.failed) == list(range(20)), "every record of the refused batch fails"
+    assert sorted(outcome.failed) == list(range(20)), "only the refused batch fails"
+    for exc in outcome.failed.values():
+        assert error.name in str(exc), repr(exc)  # type: ignore[attr-defined]
         assert env.topic in str(exc), repr(exc)
-    assert not later_failed, f"{len(later_failed)} later records failed, e.g. " + repr(
-        next(iter(later_failed.values()))
-    )
-    log = await read_back(env)
-    assert sorted(int(r.value) for r in log if r.value is not None) == list(range(20, 320))
-    for j, md in later_ok.items():
-        i = j + 20
-        (r,) = [r for r in log if r.value == str(i).encode()]
-        assert r.partition == md.partition == i % PARTITIONS
-        assert r.offset == md.offset
+    for i in range(20, 320):
+        assert outcome.acked[i].partition == i % PARTITIONS
 
 
 async def test_leader_down_for_a_second(env: Env) -> None:
     leaders = env.leaders()
     victim = leaders[0]
-    producer = make_producer(env)
-    await producer.start()
     futures: list[asyncio.Future[RecordMetadata]] = []
     try:
-        # Connections to every broker are up before the outage.
-        futures += [await producer.send(env.topic, v, key=k) for k, v in map(record, range(300))]
-        await asyncio.gather(*futures)
-        env.cluster.broker_down(victim)
-        t_down, cpu_down = time.monotonic(), time.thread_time()
-        for i in range(300, 1200):
-            key, value = record(i)
-            futures.append(await producer.send(env.topic, value, key=key))
-            if i % 100 == 99:
-                await asyncio.sleep(0.05)
-        await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - t_down)))
-        # CPU the event loop's thread used while the broker was down (the brokers run on
-        # librdkafka's threads): waiting for a broker must not be a busy loop.
-        cpu_while_down = time.thread_time() - cpu_down
-        failed_while_down = [
-            i for i in range(300, 1200) if futures[i].done() and futures[i].exception() is not None
-        ]
-        env.cluster.broker_up(victim)
-        # Reconnecting takes a reconnect backoff (at most 1 s by default) and a metadata
-        # refresh; 10 s is plenty.
-        try:
-            ok, failed = await results(futures, within=10)
-        except AssertionError as e:
-            raise AssertionError(
-                f"{e}, 10 s after broker {victim} came back (the event loop used "
-                f"{cpu_while_down:.2f} s of CPU in the 1 s it was down)"
-            ) from None
+        async with started(env) as producer:
+            # Connections to every broker are up before the outage.
+            futures += [
+                await producer.send(env.topic, v, key=k) for k, v in map(record, range(300))
+            ]
+            await asyncio.gather(*futures)
+            env.cluster.broker_down(victim)
+            t_down, cpu_down = time.monotonic(), time.thread_time()
+            for i in range(300, 1200):
+                key, value_ = record(i)
+                futures.append(await producer.send(env.topic, value_, key=key))
+                if i % 100 == 99:
+                    await asyncio.sleep(0.05)
+            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - t_down)))
+            # CPU the event loop's thread used while the broker was down (the brokers run
+            # on librdkafka's threads): waiting for a broker must not be a busy loop.
+            cpu_while_down = time.thread_time() - cpu_down
+            failed_while_down = [
+                i
+                for i in range(300, 1200)
+                if futures[i].done() and futures[i].exception() is not None
+            ]
+            env.cluster.broker_up(victim)
+            # Reconnecting takes a reconnect backoff (at most 1 s by default) and a
+            # metadata refresh; 10 s is plenty.
+            outcome = await verify(env, producer, futures, within=10)
     finally:
         env.cluster.broker_up(victim)
-        took = await stop(producer)
-    assert_stopped(took)
     assert not failed_while_down, f"records failed while the broker was down: {failed_while_down}"
-    assert not failed, f"{len(failed)} failed, e.g. {next(iter(failed.values()))!r}"
-    on_victim = [i for i, md in ok.items() if i >= 300 and leaders[md.partition] == victim]
+    on_victim = [
+        i for i, md in outcome.acked.items() if i >= 300 and leaders[md.partition] == victim
+    ]
     assert on_victim, "no record was sent to a partition of the broker that went down"
-    check_exactly_once_in_order(await read_back(env), ok)
     assert cpu_while_down < 0.5, (
         f"the event loop used {cpu_while_down:.2f} s of CPU in the 1 s the broker was down"
     )
 
 
 async def test_send_many_reports_a_refused_batch_and_delivers_the_rest(env: Env) -> None:
-    producer = make_producer(env)
-    await producer.start()
-    try:
+    async with started(env) as producer:
         await producer.partitions_for(env.topic)
         # The first Produce request (partition 0's batch) is refused for good.
         env.cluster.push_errors(API_PRODUCE, [ERR_TOPIC_AUTHORIZATION_FAILED])
         first = await producer.send_many(
-            env.topic, [(None, b"%d" % i) for i in range(20)], partition=0
+            env.topic, [(None, value(i)) for i in range(20)], partition=0
         )
         with pytest.raises(DeliveryFailedError) as info:
             await asyncio.wait_for(first, 15)
         pairs = [record(i) for i in range(20, 2020)]
         report = await asyncio.wait_for(await producer.send_many(env.topic, pairs), 15)
-    finally:
-        took = await stop(producer)
-    assert_stopped(took)
+        await stop_in_time(producer, STOP_WITHIN)
     assert sorted(info.value.errors) == list(range(20))
     assert all("TOPIC_AUTHORIZATION_FAILED" in str(e) for e in info.value.errors.values())
-    log = await read_back(env)
-    check_exactly_once_in_order(log, {i + 20: md for i, md in enumerate(report)})
+    outcome = Outcome({i + 20: md for i, md in enumerate(report)}, {}, [])
+    check_log(await read_back(env), outcome, key=lambda i: record(i)[0])
+
+
+# -- producer epochs without transactions (KIP-360) -------------------------------------
+#
+# The mock checks sequence numbers only for transactional producers, so it never
+# sends UNKNOWN_PRODUCER_ID or OUT_OF_ORDER_SEQUENCE_NUMBER to an idempotent one on
+# its own: the errors are injected (answered without writing, as Kafka does). What
+# the producer does about them is real: it bumps its epoch with InitProducerId v3+,
+# which the mock refuses (INVALID_PRODUCER_ID_MAPPING: it does not do KIP-360 bumps
+# for non-transactional ids) and the producer then asks for a new producer id.
+
+
+async def warm_up(producer: AIOKafkaProducer[bytes, bytes], env: Env) -> int:
+    """One acked record per partition (ids, connections, sequences); the producer id."""
+    await asyncio.gather(
+        *[await producer.send(env.topic, b"-1", partition=p) for p in range(PARTITIONS)]
+    )
+    idem = producer._sender._idem
+    assert idem is not None and idem.producer_id >= 0
+    return idem.producer_id
+
+
+async def read_producer_ids(env: Env) -> dict[int, set[int]]:
+    """Partition -> producer ids of the batches in its log (read with aiokafka's parser)."""
+    batches = await read_log_async(env.bootstrap, env.topic, PARTITIONS)
+    ids: dict[int, set[int]] = {}
+    for b in batches:
+        ids.setdefault(b.partition, set()).add(b.producer_id)
+    return ids
+
+
+def ignoring_warm_up(log: list[Read]) -> list[Read]:
+    return [r for r in log if r.value != b"-1"]
+
+
+async def verify_after_warm_up(
+    env: Env,
+    producer: AIOKafkaProducer[bytes, bytes],
+    futures: list[asyncio.Future[RecordMetadata]],
+    **kwargs: Any,
+) -> Outcome:
+    async def read(_: Outcome) -> list[Read]:
+        return ignoring_warm_up(await read_back(env))
+
+    return await check_fault_outcome(producer, futures, read, stop_timeout=STOP_WITHIN, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [ERR_UNKNOWN_PRODUCER_ID, ERR_OUT_OF_ORDER_SEQUENCE_NUMBER],
+    ids=["UNKNOWN_PRODUCER_ID", "OUT_OF_ORDER_SEQUENCE_NUMBER"],
+)
+async def test_lost_producer_state_starts_a_new_epoch(env: Env, code: int) -> None:
+    """UNKNOWN_PRODUCER_ID, or a sequence gap with nothing before it pending (the
+    unexplained-gap branch): new epoch, queued batches renumbered, all delivered."""
+    async with started(env) as producer:
+        old_id = await warm_up(producer, env)
+        env.cluster.push_errors(API_PRODUCE, [code, code])
+        futures = [await producer.send(env.topic, v, key=k) for k, v in map(record, range(600))]
+        await settle(futures, 15.0)
+        idem = producer._sender._idem
+        assert idem is not None
+        new_id = idem.producer_id
+        retried = producer.metrics()["record-retry-total"]
+        await verify_after_warm_up(env, producer, futures, key=lambda i: record(i)[0])
+    assert retried > 0, "the injected errors were not seen"
+    assert new_id not in (old_id, -1), "no new producer id after the broker lost our state"
+    # The refused batches went again under the new producer id (InitProducerId again).
+    ids = await read_producer_ids(env)
+    assert any(new_id in s for s in ids.values()), ids
+    assert set().union(*ids.values()) <= {old_id, new_id}, ids
+
+
+async def test_out_of_order_behind_a_retried_batch_waits_for_it(env: Env) -> None:
+    """OUT_OF_ORDER_SEQUENCE_NUMBER for a batch whose predecessor is being retried:
+    no new epoch, it simply goes again after that batch; order is kept."""
+    async with started(
+        env, batch_size=256, linger_ms=2, max_in_flight_requests_per_connection=2
+    ) as producer:
+        old_id = await warm_up(producer, env)
+        # Slow answers from partition 0's leader, so two requests are in flight at once:
+        # the first is refused (retriable), the one behind it is out of order.
+        env.cluster.set_rtt(1, 100)
+        env.cluster.push_errors(
+            API_PRODUCE, [ERR_NOT_ENOUGH_REPLICAS, ERR_OUT_OF_ORDER_SEQUENCE_NUMBER]
+        )
+        futures = [await producer.send(env.topic, value(i), partition=0) for i in range(200)]
+        await settle(futures, 15.0)
+        idem = producer._sender._idem
+        assert idem is not None
+        same_id = idem.producer_id
+        retried = producer.metrics()["record-retry-total"]
+        env.cluster.set_rtt(1, 0)
+        await verify_after_warm_up(env, producer, futures)
+    assert retried > 0, "the injected errors were not seen"
+    assert same_id == old_id, "an explained out-of-order answer must not start a new epoch"
+
+
+async def test_unanswered_batch_fails_as_outcome_unknown_under_a_new_epoch(env: Env) -> None:
+    """A batch whose request got no answer (connection dropped) cannot be re-sent
+    under a new epoch: it fails with DeliveryOutcomeUnknownError; the rest goes on."""
+    # A long retry backoff: the dropped batch is still waiting when the epoch changes.
+    async with started(env, retry_backoff_ms=1000) as producer:
+        old_id = await warm_up(producer, env)
+        leaders = env.leaders()
+        p0, p1 = 0, next(p for p in range(PARTITIONS) if leaders[p] != leaders[0])
+        # The next two Produce requests (to two brokers): one connection is dropped
+        # without an answer, the other answered UNKNOWN_PRODUCER_ID.
+        env.cluster.push_errors(API_PRODUCE, [ERR_TRANSPORT, ERR_UNKNOWN_PRODUCER_ID])
+        futures = [
+            await producer.send(env.topic, value(0), partition=p0),
+            await producer.send(env.topic, value(1), partition=p1),
+        ]
+        await settle(futures, 15.0)
+        for i in range(2, 200):
+            futures.append(await producer.send(env.topic, value(i), partition=i % PARTITIONS))
+        idem = producer._sender._idem
+        assert idem is not None
+        outcome = await verify_after_warm_up(
+            env, producer, futures, allowed_errors=(DeliveryOutcomeUnknownError,)
+        )
+        new_id = idem.producer_id
+    assert len(outcome.failed) == 1, outcome.failed
+    ((i, exc),) = outcome.failed.items()
+    assert i in (0, 1)
+    assert env.topic in str(exc) and "may or may not have been written" in str(exc)
+    assert new_id not in (old_id, -1)
+    assert set(outcome.acked) == set(range(200)) - {i}
+
+
+# -- KIP-951: the new leader from a Produce answer, without a Metadata round trip -----------
+
+
+async def test_kip951_leader_hint_is_used_without_a_metadata_request(env: Env) -> None:
+    """The mock answers a Produce v10 to a former leader NOT_LEADER_OR_FOLLOWER with
+    CurrentLeader and NodeEndpoints (KIP-951): the producer moves the partition to
+    that leader itself (Metadata.move_leader) and sends no Metadata request."""
+    async with started(env) as producer:
+        await warm_up(producer, env)
+        client = producer._client
+        metadata_requests = 0
+        hints: list[tuple[str, int, int, bool]] = []
+        fetch_metadata, move_leader = client.fetch_metadata, client.metadata.move_leader
+
+        async def counting_fetch(node_id: int, topics: list[str] | None) -> Any:
+            nonlocal metadata_requests
+            metadata_requests += 1
+            return await fetch_metadata(node_id, topics)
+
+        def recording_move(topic: str, partition: int, leader: int, *args: Any) -> bool:
+            applied = move_leader(topic, partition, leader, *args)
+            hints.append((topic, partition, leader, applied))
+            return applied
+
+        client.fetch_metadata = counting_fetch  # type: ignore[method-assign]
+        client.metadata.move_leader = recording_move  # type: ignore[method-assign]
+        after = {p: (p + 1) % BROKERS + 1 for p in range(PARTITIONS)}
+        for p, leader in after.items():
+            env.cluster.set_leader(env.topic, p, leader)
+        futures = [await producer.send(env.topic, v, key=k) for k, v in map(record, range(600))]
+        await settle(futures, 15.0)
+        ours = {p: client.metadata.cluster.leader_for(env.topic, p) for p in range(PARTITIONS)}
+        await verify_after_warm_up(env, producer, futures, key=lambda i: record(i)[0])
+    assert metadata_requests == 0, "a Metadata request was sent: the hint was not enough"
+    assert {p for _, p, leader, applied in hints if applied and leader == after[p]} == set(
+        range(PARTITIONS)
+    ), hints
+    assert ours == after

@@ -1,7 +1,9 @@
-"""aiokafka_lite.partitioner against Kafka's murmur2 vectors (tests/data/murmur2-vectors.tsv)."""
+"""aiokafka_lite.partitioner against Kafka's murmur2 vectors (tests/data/murmur2-vectors.tsv),
+and a user's ``partitioner=`` end to end (read back with confluent-kafka)."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import random
 from collections import Counter
@@ -9,9 +11,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from conftest import TopicFactory
 from hypothesis import given
 from hypothesis import strategies as st
+from mockcluster import MockCluster
+from readers import read_all_confluent
 
+from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.partitioner import (
     KeyHashCache,
     StickyPartitioner,
@@ -288,3 +294,103 @@ def test_sticky_choice_is_dropped_when_the_topic_has_fewer_partitions() -> None:
     sp = StickyPartitioner(random.Random(11))
     assert sp.partition("t", [5], 6) == 5  # the only one available
     assert sp.partition("t", [0, 1], 2) in (0, 1)
+
+
+# -- a user's partitioner= end to end ------------------------------------------------------
+
+
+class RecordingPartitioner:
+    """Keys ``b"p<N>-..."`` go to partition N; keyless records to the last available one.
+
+    Records every call's arguments, as the producer passed them.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[bytes | None, list[int], list[int]]] = []
+
+    def __call__(self, key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+        self.calls.append((key, list(all_partitions), list(available)))
+        if key is None:
+            return available[-1]
+        return int(key.split(b"-")[0][1:])
+
+
+async def test_custom_partitioner_places_records_read_back_independently(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(4)
+    partitioner = RecordingPartitioner()
+    # Keys go through a serializer: the partitioner is given the serialized bytes.
+    sent = [(f"p{i % 4}-user-{i}", b"v%d" % i) for i in range(40)]
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, key_serializer="str", partitioner=partitioner
+    ) as producer:
+        futures = [await producer.send(topic, value, key=key) for key, value in sent]
+        futures.append(await producer.send(topic, b"keyless"))
+        # An explicit partition wins over the partitioner, which is then not asked.
+        futures.append(await producer.send(topic, b"explicit", key="p3-x", partition=0))
+        results = await asyncio.gather(*futures)
+
+    assert [c[0] for c in partitioner.calls] == [key.encode() for key, _ in sent] + [None]
+    assert all(c[1] == [0, 1, 2, 3] and c[2] == [0, 1, 2, 3] for c in partitioner.calls)
+    want = [int(key[1]) for key, _ in sent] + [3, 0]
+    assert [md.partition for md in results] == want
+
+    records = read_all_confluent(bootstrap, topic, expected=len(want))
+    assert len(records) == len(want)
+    where = {r.value: r.partition for r in records}
+    for (key, value), partition in zip(sent, want, strict=False):
+        assert where[value] == partition, key
+    assert where[b"keyless"] == 3 and where[b"explicit"] == 0
+    assert {r.partition for r in records} == {0, 1, 2, 3}
+
+
+async def test_custom_partitioner_is_given_only_partitions_with_a_leader() -> None:
+    with MockCluster(brokers=3) as cluster:
+        cluster.create_topic("t", partitions=4)
+        cluster.set_leader("t", 2, -1)  # no leader: not available
+        partitioner = RecordingPartitioner()
+        async with AIOKafkaProducer(
+            bootstrap_servers=cluster.bootstrap_servers, partitioner=partitioner
+        ) as producer:
+            md = await producer.send_and_wait("t", b"v")
+            md1 = await producer.send_and_wait("t", b"v", key=b"p1-k")
+        assert partitioner.calls == [
+            (None, [0, 1, 2, 3], [0, 1, 3]),
+            (b"p1-k", [0, 1, 2, 3], [0, 1, 3]),
+        ]
+        assert (md.partition, md1.partition) == (3, 1)
+
+
+async def test_bad_partitioner_fails_only_that_send(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(3)
+
+    class PartitionerBoomError(Exception):
+        pass
+
+    def partitioner(key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+        if key == b"out-of-range":
+            return 7
+        if key == b"negative":
+            return -1
+        if key == b"raise":
+            raise PartitionerBoomError("partitioner failed")
+        return 1
+
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, partitioner=partitioner) as producer:
+        before = await producer.send(topic, b"before", key=b"ok")
+        with pytest.raises(
+            ValueError, match=rf"partitioner returned 7 for '{topic}' with 3 partitions"
+        ):
+            await producer.send(topic, b"x", key=b"out-of-range")
+        with pytest.raises(ValueError, match=rf"partitioner returned -1 for '{topic}'"):
+            await producer.send(topic, b"x", key=b"negative")
+        with pytest.raises(PartitionerBoomError, match="partitioner failed"):
+            await producer.send(topic, b"x", key=b"raise")
+        after = await producer.send(topic, b"after", key=b"ok")
+        assert (await before).partition == (await after).partition == 1
+
+    records = read_all_confluent(bootstrap, topic, expected=2)
+    assert [(r.partition, r.value) for r in records] == [(1, b"before"), (1, b"after")]

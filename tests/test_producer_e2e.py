@@ -8,12 +8,14 @@ import random
 import time
 
 import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as CkTopicPartition
 from conftest import TopicFactory
 from faultproxy import FaultProxy
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
 from readers import ReadRecord, read_all_aiokafka, read_all_confluent
 
-from aiokafka_lite import AIOKafkaProducer, NewTopic, RecordMetadata, create_topics
+from aiokafka_lite import AIOKafkaProducer, NewTopic, RecordMetadata, TopicPartition, create_topics
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     BufferFullError,
@@ -277,6 +279,42 @@ async def test_acks(bootstrap: str, topic_factory: TopicFactory, acks: int | str
         assert [md.offset for md in results] == list(range(100))
     records = read_all_confluent(bootstrap, topic, expected=100)
     assert [r.value for r in records] == [b"%d" % i for i in range(100)]
+
+
+async def test_record_metadata_topic_partition_and_log_start_offset(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(3)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=1) as producer:
+        sent = [await producer.send(topic, b"v%d" % i, key=b"k%d" % i) for i in range(60)]
+        results: list[RecordMetadata] = list(await asyncio.gather(*sent))
+        pairs = [(b"m%d" % i, b"w%d" % i) for i in range(60)]
+        report = await (await producer.send_many(topic, pairs))
+        results += list(report)
+        batch = producer.create_batch()
+        batch.append(key=None, value=b"batched", timestamp=None)
+        results.append(await (await producer.send_batch(batch, topic, partition=2)))
+
+    for md in results:
+        assert md.topic_partition == TopicPartition(topic, md.partition)
+        assert type(md.topic_partition) is TopicPartition
+        assert md.topic_partition.topic == md.topic
+
+    # The log start offset, as the broker reports it independently of our Produce
+    # answers: ListOffsets(EARLIEST), asked by confluent-kafka.
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lso", "log_level": 3})
+    try:
+        earliest = {
+            p: consumer.get_watermark_offsets(CkTopicPartition(topic, p), timeout=10)[0]
+            for p in range(3)
+        }
+    finally:
+        consumer.close()
+    assert {md.partition for md in results} == {0, 1, 2}
+    for md in results:
+        # Nothing was deleted: every answer names the partition's current start.
+        assert md.log_start_offset == earliest[md.partition] >= -1
+        assert md.log_start_offset <= md.offset
 
 
 async def test_create_batch_and_send_batch(bootstrap: str, topic_factory: TopicFactory) -> None:

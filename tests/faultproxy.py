@@ -1,10 +1,18 @@
-"""A loopback TCP proxy that can cut, refuse and black-hole connections, for fault tests.
+"""A loopback TCP proxy that can cut, refuse, black-hole, delay and stall connections.
 
 Put it between the producer and a broker that advertises the proxy's port, and
 every byte the producer exchanges with the broker passes through it. ``cut()``
 aborts every open connection (mid-request or mid-response, whatever is in
 flight); ``refusing = True`` closes new connections as soon as they are
-accepted, which looks to a client like a broker that is down.
+accepted, which looks to a client like a broker that is down;
+``drop_responses = True`` forwards requests but swallows the answers;
+``delay = s`` holds every chunk of answer bytes ``s`` seconds before passing it
+on (a slow network or broker; requests still reach the broker at once);
+``stall()`` holds answers back until ``resume()`` (a broker that has stopped
+answering but keeps its connections open: past ``request_timeout_ms`` the
+client gives up on the connection, and what was held for it is dropped with
+it). ``target`` may be changed at any time: new connections go to the new
+address (e.g. a replacement broker).
 """
 
 from __future__ import annotations
@@ -29,7 +37,22 @@ class FaultProxy:
         # Forward requests but swallow the broker's answers: the broker acts on
         # a request whose response the client never sees.
         self.drop_responses = False
+        # Seconds each chunk of answer bytes is held before it is passed on.
+        self.delay = 0.0
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self.connections = 0
+
+    @property
+    def stalled(self) -> bool:
+        return not self._flowing.is_set()
+
+    def stall(self) -> None:
+        """Hold every answer (requests still reach the broker) until :meth:`resume`."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
 
     @property
     def port(self) -> int:
@@ -67,8 +90,12 @@ class FaultProxy:
     ) -> None:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
-                if downstream and self.drop_responses:
-                    continue
+                if downstream:
+                    if self.drop_responses:
+                        continue
+                    if self.delay > 0:
+                        await asyncio.sleep(self.delay)
+                    await self._flowing.wait()
                 writer.write(data)
                 await writer.drain()
 

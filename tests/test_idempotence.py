@@ -1,18 +1,20 @@
 """The idempotent producer (the default) against the real broker.
 
 Faults come from tests/faultproxy.py between the producer and a Tansu broker
-that advertises the proxy's address, so every request passes through it.
+that advertises the proxy's address, so every request passes through it. Each
+fault test ends with the shared checks of tests/test_faults_checks.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from faultproxy import FaultProxy
-from readers import read_all_confluent
+from readers import ReadRecord, read_all_confluent
+from test_faults_checks import Outcome, check_fault_outcome, value
 from txnlog import read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
@@ -35,10 +37,17 @@ async def proxied() -> AsyncIterator[tuple[FaultProxy, str]]:
         await broker.astop()
 
 
-async def read_back(bootstrap: str, topic: str, expected: int) -> list[bytes | None]:
-    # The proxy runs on this loop: read from a thread so it keeps pumping.
-    records = await asyncio.to_thread(read_all_confluent, bootstrap, topic, expected, 10.0)
-    return [r.value for r in records]
+def reader(bootstrap: str, topic: str) -> Callable[[Outcome], Awaitable[list[ReadRecord]]]:
+    """Read ``topic`` back with confluent-kafka, until the acknowledged count is there."""
+
+    async def read(outcome: Outcome) -> list[ReadRecord]:
+        # The proxy runs on this loop: read from a thread so it keeps pumping. Tansu's
+        # high watermark is wrong: read until the count is there (10 s at most).
+        return await asyncio.to_thread(
+            read_all_confluent, bootstrap, topic, len(outcome.acked), 10.0
+        )
+
+    return read
 
 
 async def new_topic(bootstrap: str, partitions: int = 1) -> str:
@@ -69,24 +78,25 @@ async def test_lost_response_is_retried_without_a_duplicate(
 ) -> None:
     proxy, bootstrap = proxied
     topic = await new_topic(bootstrap)
-    async with AIOKafkaProducer(
+    producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, request_timeout_ms=1000, retry_backoff_ms=20
-    ) as producer:
-        await producer.send_and_wait(topic, b"first")
-        proxy.drop_responses = True  # the broker writes the batch; we never hear so
-        fut = await producer.send(topic, b"second")
-        await asyncio.sleep(0.5)
-        assert not fut.done()
-        proxy.drop_responses = False  # the timed-out request is retried, same sequence
-        md = await asyncio.wait_for(fut, timeout=15)
-        assert producer.metrics()["record-retry-total"] >= 1
-        third = await producer.send_and_wait(topic, b"third")
-    values = await read_back(bootstrap, topic, expected=3)
-    assert values == [b"first", b"second", b"third"], "a retried batch was written twice"
+    )
+    await producer.start()
+    futures = [await producer.send(topic, value(0))]
+    await asyncio.wait_for(futures[0], 10)
+    proxy.drop_responses = True  # the broker writes the batch; we never hear so
+    futures.append(await producer.send(topic, value(1)))
+    await asyncio.sleep(0.5)
+    assert not futures[1].done()
+    proxy.drop_responses = False  # the timed-out request is retried, same sequence
+    await asyncio.wait_for(futures[1], timeout=15)
+    assert producer.metrics()["record-retry-total"] >= 1
+    futures.append(await producer.send(topic, value(2)))
+    outcome = await check_fault_outcome(producer, futures, reader(bootstrap, topic))
     # The broker answered the retry DUPLICATE_SEQUENCE_NUMBER (success); Kafka only
     # reports the original offset if it still has it cached, else -1 (Tansu: -1).
-    assert md.offset in (1, -1)
-    assert third.offset == 2
+    assert outcome.acked[1].offset in (1, -1)
+    assert outcome.acked[2].offset == 2
 
 
 async def test_many_in_flight_per_partition_keep_order_across_cuts(
@@ -94,30 +104,21 @@ async def test_many_in_flight_per_partition_keep_order_across_cuts(
 ) -> None:
     proxy, bootstrap = proxied
     topic = await new_topic(bootstrap, partitions=2)
-    sent: list[bytes] = []
-    async with AIOKafkaProducer(
+    producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap,
         request_timeout_ms=1000,
         retry_backoff_ms=20,
         batch_size=512,
         linger_ms=1,
-    ) as producer:
-        futures = []
-        for i in range(3000):
-            value = b"%06d" % i
-            sent.append(value)
-            futures.append(await producer.send(topic, value, partition=i % 2))
-            if i % 500 == 250:
-                proxy.cut()  # whatever is in flight now is retried
-                await asyncio.sleep(0.05)
-        results = await asyncio.gather(*futures, return_exceptions=True)
-    failures = [r for r in results if isinstance(r, BaseException)]
-    assert not failures, failures[:3]
-    values = await read_back(bootstrap, topic, expected=len(sent))
-    assert sorted(values) == sorted(sent), "records lost or duplicated"  # type: ignore[type-var]
-    for p in range(2):
-        in_partition = [v for v in values if v is not None and int(v) % 2 == p]
-        assert in_partition == sorted(in_partition), "order within a partition broke"
+    )
+    await producer.start()
+    futures = []
+    for i in range(3000):
+        futures.append(await producer.send(topic, value(i), partition=i % 2))
+        if i % 500 == 250:
+            proxy.cut()  # whatever is in flight now is retried
+            await asyncio.sleep(0.05)
+    await check_fault_outcome(producer, futures, reader(bootstrap, topic))
 
 
 @pytest.mark.parametrize("fail_partition", [False, True])
@@ -131,7 +132,7 @@ async def test_what_happens_behind_a_failed_record(
     """
     proxy, bootstrap = proxied
     topic = await new_topic(bootstrap)
-    async with AIOKafkaProducer(
+    producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap,
         request_timeout_ms=400,
         delivery_timeout_ms=1000,
@@ -139,25 +140,79 @@ async def test_what_happens_behind_a_failed_record(
         batch_size=64,  # one record per batch
         reconnect_backoff_max_ms=50,  # reconnect well within the second record's time
         fail_partition_on_error=fail_partition,
-    ) as producer:
-        await producer.send_and_wait(topic, b"before")
-        proxy.refusing = True
-        proxy.cut()
-        first = await producer.send(topic, b"expires")
-        await asyncio.sleep(0.6)
-        second = await producer.send(topic, b"behind")
-        with pytest.raises(KafkaTimeoutError, match="delivery_timeout_ms"):
-            await asyncio.wait_for(first, timeout=10)
-        if fail_partition:
-            with pytest.raises(PartitionAbortedError, match="earlier record of the partition"):
-                await asyncio.wait_for(second, timeout=5)
-            proxy.refusing = False
-            after = await producer.send_and_wait(topic, b"after")  # the partition resumes
-            expected = [b"before", b"after"]
-        else:
-            proxy.refusing = False
-            await asyncio.wait_for(second, timeout=10)
-            after = await producer.send_and_wait(topic, b"after")
-            expected = [b"before", b"behind", b"after"]
-        assert after.offset >= 1
-    assert await read_back(bootstrap, topic, expected=len(expected)) == expected
+    )
+    await producer.start()
+    futures = [await producer.send(topic, value(0))]  # before
+    await asyncio.wait_for(futures[0], 10)
+    proxy.refusing = True
+    proxy.cut()
+    futures.append(await producer.send(topic, value(1)))  # expires
+    await asyncio.sleep(0.6)
+    futures.append(await producer.send(topic, value(2)))  # behind
+    with pytest.raises(KafkaTimeoutError, match="delivery_timeout_ms"):
+        await asyncio.wait_for(futures[1], timeout=10)
+    if fail_partition:
+        with pytest.raises(PartitionAbortedError, match="earlier record of the partition"):
+            await asyncio.wait_for(futures[2], timeout=5)
+    proxy.refusing = False
+    if not fail_partition:
+        await asyncio.wait_for(futures[2], timeout=10)
+    futures.append(await producer.send(topic, value(3)))  # after: the partition resumes
+    outcome = await check_fault_outcome(
+        producer,
+        futures,
+        reader(bootstrap, topic),
+        allowed_errors=(KafkaTimeoutError, PartitionAbortedError),
+    )
+    assert sorted(outcome.acked) == ([0, 3] if fail_partition else [0, 2, 3])
+
+
+async def test_delayed_responses_deliver_everything_exactly_once(
+    proxied: tuple[FaultProxy, str],
+) -> None:
+    """Every answer 150 ms late (well within request_timeout_ms): nothing is retried,
+    lost or doubled, and order holds with several requests in flight."""
+    proxy, bootstrap = proxied
+    topic = await new_topic(bootstrap, partitions=2)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, request_timeout_ms=3000, batch_size=1024, linger_ms=2
+    )
+    await producer.start()
+    await producer.partitions_for(topic)
+    proxy.delay = 0.15
+    futures = [await producer.send(topic, value(i), partition=i % 2) for i in range(2000)]
+    outcome = await check_fault_outcome(producer, futures, reader(bootstrap, topic))
+    assert len(outcome.acked) == 2000
+    assert producer.metrics()["record-retry-total"] == 0
+
+
+async def test_stall_past_request_timeout_drops_the_connection_and_retries_once(
+    proxied: tuple[FaultProxy, str],
+) -> None:
+    """The broker stops answering (it still writes what it gets) for longer than
+    request_timeout_ms: the producer drops the connection, reconnects and sends the
+    unanswered batches again; the broker recognises them (same producer id and
+    sequence), so nothing is written twice."""
+    proxy, bootstrap = proxied
+    topic = await new_topic(bootstrap, partitions=2)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        request_timeout_ms=800,
+        retry_backoff_ms=20,
+        batch_size=1024,
+        linger_ms=2,
+    )
+    await producer.start()
+    futures = [await producer.send(topic, value(i), partition=i % 2) for i in range(200)]
+    await asyncio.wait_for(asyncio.gather(*futures), 10)
+    connections = proxy.connections
+    proxy.stall()
+    futures += [await producer.send(topic, value(i), partition=i % 2) for i in range(200, 600)]
+    await asyncio.sleep(1.2)  # past request_timeout_ms: the connection is given up
+    assert not any(f.done() for f in futures[200:])
+    proxy.resume()
+    futures += [await producer.send(topic, value(i), partition=i % 2) for i in range(600, 800)]
+    outcome = await check_fault_outcome(producer, futures, reader(bootstrap, topic))
+    assert len(outcome.acked) == 800
+    assert proxy.connections > connections, "the stalled connection was not replaced"
+    assert producer.metrics()["record-retry-total"] > 0

@@ -1,0 +1,93 @@
+"""``examples/quickstart.py``, run as README tells users to: ``python examples/quickstart.py``.
+
+What it wrote is read back with confluent-kafka (tests/readers.py), never our decoder.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
+from readers import read_all_confluent
+
+from aiokafka_lite.embedded import EmbeddedBroker
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+PARTITIONS = 4  # the example creates its topic with 4 partitions
+
+
+def run_quickstart(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "examples/quickstart.py", *args],
+        cwd=REPO_ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def expected_per_partition(count: int) -> dict[int, int]:
+    """Where Java's partitioner puts the example's keys ``user-<i % 1000>``."""
+    return dict(
+        Counter(
+            (kafka_python_murmur2(b"user-%d" % (i % 1000)) & 0x7FFFFFFF) % PARTITIONS
+            for i in range(count)
+        )
+    )
+
+
+def parse_output(out: str) -> tuple[int, dict[int, int]]:
+    delivered = re.search(r"^delivered ([\d,]+) records in [\d.]+s \(([\d,]+)/s\)$", out, re.M)
+    assert delivered is not None, out
+    per_partition = re.search(r"^records per partition: (\{.*\})$", out, re.M)
+    assert per_partition is not None, out
+    counts = ast.literal_eval(per_partition[1])
+    assert isinstance(counts, dict)
+    return int(delivered[1].replace(",", "")), counts
+
+
+def test_quickstart_runs_with_one_command() -> None:
+    proc = run_quickstart()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert re.search(r"^embedded broker at 127\.0\.0\.1:\d+$", out, re.M), out
+    first = re.search(
+        r"^first record: RecordMetadata\(topic='quickstart', partition=(\d+), "
+        r"topic_partition=TopicPartition\(topic='quickstart', partition=\1\), offset=0, ",
+        out,
+        re.M,
+    )
+    assert first is not None, out
+    # The first record's key alone decides its partition.
+    assert int(first[1]) == (kafka_python_murmur2(b"greeting") & 0x7FFFFFFF) % PARTITIONS
+    delivered, counts = parse_output(out)
+    assert delivered == 100_000
+    assert counts == expected_per_partition(100_000)
+
+
+def test_quickstart_against_a_cluster_is_read_back(fresh_broker: EmbeddedBroker) -> None:
+    bootstrap = fresh_broker.bootstrap_servers
+    proc = run_quickstart("--bootstrap-server", bootstrap, "--count", "3000")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "embedded broker" not in proc.stdout  # it used the given cluster
+    delivered, counts = parse_output(proc.stdout)
+    assert delivered == 3000
+    assert counts == expected_per_partition(3000)
+
+    records = read_all_confluent(bootstrap, "quickstart", expected=3001)
+    assert len(records) == 3001
+    first = [r for r in records if r.key == b"greeting"]
+    assert [(r.value, r.offset) for r in first] == [(b"hello", 0)]
+    rest = [r for r in records if r.key != b"greeting"]
+    assert all(r.value == b"x" * 100 for r in rest)
+    assert dict(Counter(r.partition for r in rest)) == counts
+    assert Counter(r.key for r in rest) == Counter(b"user-%d" % (i % 1000) for i in range(3000))

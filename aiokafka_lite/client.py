@@ -174,9 +174,12 @@ class NetworkClient:
     def least_loaded_node(self, now: float) -> int | None:
         """A connected node with the fewest in-flight requests, else one to connect to.
 
-        When every known node is backing off, fall back to the configured
-        bootstrap servers (KIP-899) so a cluster whose addresses all changed
-        can still be found again.
+        Known nodes whose last connection attempt failed come last: once every
+        known node has failed, the configured bootstrap servers are asked
+        (KIP-899), so a cluster whose addresses all changed can still be found
+        again. (Waiting for every known node to be in its reconnect backoff at
+        once is not enough: with a metadata retry backoff longer than the
+        reconnect backoff, a refresh never finds them all backing off.)
         """
         best: int | None = None
         best_load = 1 << 30
@@ -185,7 +188,15 @@ class NetworkClient:
                 best, best_load = node_id, conn.in_flight
         if best is not None:
             return best
-        for candidates in (self.metadata.cluster.nodes, self._bootstrap.nodes):
+        known, bootstrap = self.metadata.cluster.nodes, self._bootstrap.nodes
+        for candidates in (known, bootstrap):
+            fresh = [
+                n for n in candidates if n not in self._failures and not self.backing_off(n, now)
+            ]
+            if fresh:
+                return random.choice(fresh)
+        # Every node failed its last attempt: any one that is done backing off.
+        for candidates in (known, bootstrap):
             usable = [n for n in candidates if not self.backing_off(n, now)]
             if usable:
                 return random.choice(usable)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -241,6 +242,89 @@ def test_missing_rich_says_which_extra_to_install(bootstrap: str, tmp_path: Path
     proc = cli("perf", "-b", bootstrap, "--num-records", "1", "--record-size", "1", env=env)
     assert proc.returncode == 2
     assert 'pip install "aiokafka-lite[cli]"' in proc.stderr
+
+
+# -- the live progress bar ------------------------------------------------------------
+#
+# rich draws a live bar only on a terminal. These variables make it treat the pipe as
+# an interactive one (TTY_COMPATIBLE / TTY_INTERACTIVE: rich >= 14; FORCE_COLOR for
+# older rich), so the bar is redrawn in place, frame after frame, as a user sees it.
+
+LIVE_ENV = {
+    **ENV,
+    "TTY_COMPATIBLE": "1",
+    "TTY_INTERACTIVE": "1",
+    "FORCE_COLOR": "1",
+    "COLUMNS": "160",
+    "TERM": "xterm-256color",
+}
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ERASE_LINE = "\x1b[2K"  # a live redraw erases the previous frame
+
+
+def bar_frames(stderr: str, label: str) -> list[tuple[int, int | None, int]]:
+    """(records done, total or None, rate in records/s) of every frame drawn."""
+    text = _ANSI.sub("", stderr)
+    frames = re.findall(rf"{re.escape(label)}[^\d\n]*([\d,]+)(?:/([\d,]+))? ([\d,]+) rec/s", text)
+    return [
+        (int(done.replace(",", "")), int(total.replace(",", "")) if total else None,
+         int(rate.replace(",", "")))
+        for done, total, rate in frames
+    ]  # fmt: skip
+
+
+def check_live_bar(frames: list[tuple[int, int | None, int]], total: int | None, n: int) -> None:
+    assert len(frames) >= 2, frames  # the first refresh and the final one at least
+    assert all(t == total for _, t, _ in frames)
+    done = [d for d, _, _ in frames]
+    assert done == sorted(done)  # the count only goes up
+    assert done[0] < n  # drawn while sending, not only at the end
+    assert done[-1] == n
+    assert frames[-1][2] > 0  # a rate of the records delivered
+
+
+def test_perf_shows_a_live_progress_bar_with_its_rate(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(2)
+    proc = cli(
+        "perf", "-b", bootstrap, "--topic", topic, "--num-records", "2000",
+        "--record-size", "20", "--throughput", "4000", env=LIVE_ENV,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert _ERASE_LINE in proc.stderr
+    check_live_bar(bar_frames(proc.stderr, f"perf {topic}"), 2000, 2000)
+    # The bar is on stderr only; the results table is on stdout.
+    out = _ANSI.sub("", proc.stdout)
+    assert f"perf {topic}" not in out and _ERASE_LINE not in proc.stdout
+    assert "producer performance" in out
+    header = next(line for line in out.splitlines() if "records" in line)
+    for column in ("records", "rec/s", "MB/s", "avg ms", "p50 ms", "p95 ms", "p99 ms", "max ms"):
+        assert column in header
+    row = next(line for line in out.splitlines() if line.startswith("│"))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    assert cells[0] == "2,000" and int(cells[1].replace(",", "")) > 0
+    assert len(read_all_confluent(bootstrap, topic, 2000)) == 2000
+
+
+def test_produce_shows_a_live_progress_bar_with_its_rate(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    lines = "".join(f"line {i}\n" for i in range(3000))
+    proc = cli("produce", topic, "-b", bootstrap, stdin=lines, env=LIVE_ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert _ERASE_LINE in proc.stderr
+    frames = bar_frames(proc.stderr, f"producing to {topic}")
+    check_live_bar(frames, None, 3000)  # stdin has no known length: a count, no total
+    # The summary follows the bar.
+    text = _ANSI.sub("", proc.stderr)
+    summary = f"3,000 record(s) sent to {topic}, 0 failed"
+    assert summary in text
+    assert text.rindex(summary) > text.rindex(f"producing to {topic}")
+    assert proc.stdout == ""
+    records = read_all_confluent(bootstrap, topic, 3000)
+    assert [r.value for r in records] == [f"line {i}".encode() for i in range(3000)]
 
 
 # -- topics ----------------------------------------------------------------------------

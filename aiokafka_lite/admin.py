@@ -1,21 +1,48 @@
-"""Small admin helpers (CreateTopics, Metadata) for tests, tools, setup scripts and the CLI."""
+"""Small admin helpers (CreateTopics, Metadata, OffsetFetch) for tests, tools, setup
+scripts, the CLI and the Spark sink."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from .client import NetworkClient
+from .client import NetworkClient, backoff_delay
 from .cluster import Cluster, Node, PartitionInfo
 from .config import ProducerConfig
-from .errors import KafkaTimeoutError, error_from_response
-from .protocol.messages import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from .errors import (
+    CoordinatorNotAvailableError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    error_from_response,
+)
+from .protocol.messages import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
+from .structs import OffsetAndMetadata, TopicPartition
 
-__all__ = ["NewTopic", "TopicDescription", "create_topics", "describe_topics", "list_topics"]
+__all__ = [
+    "NewTopic",
+    "TopicDescription",
+    "create_topics",
+    "describe_topics",
+    "fetch_committed_offsets",
+    "list_topics",
+]
 
 TOPIC_ALREADY_EXISTS = 36
+GROUP_ID_NOT_FOUND = 69
+GROUP_KEY = 0  # FindCoordinator key type of a consumer group
 
 log = logging.getLogger("aiokafka_lite.admin")
 
@@ -160,3 +187,140 @@ async def _describe(
         topics.append(TopicDescription(t.name, cluster.partitions_by_topic.get(t.name, ()), error))
     topics.sort(key=lambda t: t.name)
     return cluster.nodes, topics
+
+
+# -- committed offsets of a consumer group ------------------------------------------------
+
+
+async def fetch_committed_offsets(
+    bootstrap_servers: str | list[str],
+    group_id: str,
+    partitions: Iterable[TopicPartition],
+    *,
+    timeout_ms: int = 30000,
+    require_stable: bool = True,
+    client_id: str | None = "aiokafka-lite-admin",
+    **config: Any,
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """``group_id``'s committed offsets of ``partitions`` (what a consumer would resume from).
+
+    Finds the group's coordinator (FindCoordinator) and asks it (OffsetFetch v1-v7).
+    A partition with no committed offset, or a group the coordinator does not know,
+    gives ``OffsetAndMetadata(-1, "")``. With ``require_stable`` (v7+, the default)
+    an offset still pending in an open transaction is waited for rather than
+    skipped, as a ``read_committed`` consumer would.
+
+    ``config``: producer options, of which the connection ones matter
+    (``security_protocol``, ``ssl_cafile``, ``sasl_mechanism``, ...). Coordinator
+    moves and loads (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+    COORDINATOR_LOAD_IN_PROGRESS), UNSTABLE_OFFSET_COMMIT and lost connections are
+    retried with backoff; the whole call takes at most ``timeout_ms``, then raises
+    :class:`~aiokafka_lite.KafkaTimeoutError` naming the last error.
+    """
+    wanted = list(dict.fromkeys(TopicPartition(t, p) for t, p in partitions))
+    if not wanted:
+        return {}
+    cfg = ProducerConfig.from_kwargs(
+        bootstrap_servers=bootstrap_servers, client_id=client_id, **config
+    )
+    client = NetworkClient(cfg, wakeup=lambda: None)
+    last: KafkaError | None = None
+    try:
+        async with asyncio.timeout(timeout_ms / 1000):
+            await client.bootstrap(timeout_ms / 1000)
+            failures = 0
+            while True:
+                try:
+                    return await _fetch_offsets(client, group_id, wanted, require_stable)
+                except KafkaError as e:
+                    if not e.retriable:
+                        raise
+                    last = e
+                failures += 1
+                delay = backoff_delay(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, failures)
+                log.info(
+                    "offsets of group %r: %s; retrying in %.0f ms", group_id, last, delay * 1000
+                )
+                await asyncio.sleep(delay)
+    except TimeoutError:
+        detail = f"; last error: {last}" if last is not None else ""
+        raise KafkaTimeoutError(
+            f"committed offsets of group {group_id!r} not fetched within {timeout_ms} ms "
+            f"(timeout_ms){detail}"
+        ) from last
+    finally:
+        await client.close()
+
+
+async def _fetch_offsets(
+    client: NetworkClient, group_id: str, wanted: list[TopicPartition], require_stable: bool
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """One attempt: find the coordinator, ask it; raises what went wrong."""
+    node_id = await _group_coordinator(client, group_id)
+    conn = await client.connect(node_id)
+    topics: dict[str, list[int]] = {}
+    for tp in wanted:
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    request = OffsetFetchRequest(
+        group_id=group_id,
+        topics=[OffsetFetchRequestTopic(t, sorted(ps)) for t, ps in topics.items()],
+        require_stable=require_stable,
+    )
+    response: OffsetFetchResponse = await conn.send(request)
+    none = OffsetAndMetadata(-1, "")
+    if response.error_code == GROUP_ID_NOT_FOUND:
+        return dict.fromkeys(wanted, none)
+    if response.error_code:
+        raise error_from_response(
+            response.error_code, message=f"OffsetFetch for group {group_id!r}"
+        )
+    found: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in response.topics:
+        for p in topic.partitions:
+            if p.error_code:
+                raise error_from_response(
+                    p.error_code,
+                    topic=topic.name,
+                    partition=p.partition_index,
+                    message=f"OffsetFetch for group {group_id!r}",
+                )
+            offset = p.committed_offset if p.committed_offset >= 0 else -1
+            found[TopicPartition(topic.name, p.partition_index)] = OffsetAndMetadata(
+                offset, p.metadata or ""
+            )
+    return {tp: found.get(tp, none) for tp in wanted}
+
+
+async def _group_coordinator(client: NetworkClient, group_id: str) -> int:
+    """The node id of ``group_id``'s coordinator (FindCoordinator, key type group)."""
+    node_id = client.least_loaded_node(time.monotonic())
+    if node_id is None:
+        raise KafkaConnectionError("no broker is reachable to find a group coordinator")
+    conn = await client.connect(node_id)
+    version = conn.version_for(FindCoordinatorRequest)
+    if version >= 4:  # KIP-699: keys in a batch, answers per key
+        request = FindCoordinatorRequest(key_type=GROUP_KEY, coordinator_keys=[group_id])
+    else:
+        request = FindCoordinatorRequest(key=group_id, key_type=GROUP_KEY)
+    response: FindCoordinatorResponse = await conn.send(request, version)
+    if version >= 4:
+        found = next((c for c in response.coordinators if c.key == group_id), None)
+        if found is None:
+            raise CoordinatorNotAvailableError(f"FindCoordinator did not answer for {group_id!r}")
+        code, message = found.error_code, found.error_message
+        coordinator = found.node_id
+    else:
+        code, message = response.error_code, response.error_message
+        coordinator = response.node_id
+    if code:
+        detail = f"FindCoordinator for group {group_id!r}: {message}"
+        raise error_from_response(code, message=detail)
+    if coordinator not in client.metadata.cluster.nodes:
+        metadata = await client.fetch_metadata(node_id, [])
+        client.metadata.update(Cluster.from_metadata(metadata), time.monotonic())
+        if coordinator not in client.metadata.cluster.nodes:
+            raise CoordinatorNotAvailableError(
+                f"the coordinator of group {group_id!r} is node {coordinator}, which is not "
+                "in the metadata"
+            )
+    return coordinator

@@ -13,7 +13,10 @@ collects the reports into a :class:`WriteSummary` and raises
 Delivery: at-least-once. Within a task the producer is idempotent (retries do
 not duplicate), but Spark re-runs a failed task, and Structured Streaming
 replays a micro-batch after a crash; rows a previous attempt already wrote are
-then written again. There is no exactly-once (transactional) mode.
+then written again. ``kafka_batch_writer(..., exactly_once=True,
+transactional_id=...)`` instead writes each micro-batch from the driver in one
+transaction that also commits the batch id (as a consumer-group offset), and
+skips a batch id already committed: a replayed batch is not written twice.
 
 Needs the ``spark`` extra (``pyspark>=4``, ``pyarrow``, and pandas < 3, which
 ``mapInArrow`` still imports).
@@ -22,6 +25,7 @@ Needs the ``spark`` extra (``pyspark>=4``, ``pyarrow``, and pandas < 3, which
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import random
@@ -35,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
-from .errors import KafkaError
+from .errors import ConfigError, KafkaError
 from .partitioner import KeyHashCache
 from .producer import AIOKafkaProducer, BatchBuilder
 from .structs import RecordMetadata
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType
 
 __all__ = [
+    "SINK_GROUP_PREFIX",
     "KafkaBatchWriter",
     "KafkaWriteError",
     "WriteSummary",
@@ -88,6 +93,10 @@ class WriteSummary:
     elapsed_s: float
     #: the first error of each task that had one, as ``"partition N: ..."``
     errors: tuple[str, ...] = ()
+    #: exactly-once mode: the micro-batch (``tasks`` is 0 there: the driver wrote it)
+    batch_id: int | None = None
+    #: exactly-once mode: the batch had been committed before, nothing was written
+    replay_skipped: bool = False
 
     @property
     def rows(self) -> int:
@@ -98,6 +107,17 @@ class WriteSummary:
         return self.rows_sent / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def __str__(self) -> str:
+        if self.replay_skipped:
+            return (
+                f"micro-batch {self.batch_id} skipped: committed to {self.topic!r} before "
+                "(a replay), 0 rows sent"
+            )
+        if self.batch_id is not None:
+            return (
+                f"{self.rows_sent:,} rows sent to {self.topic!r} in one transaction "
+                f"(micro-batch {self.batch_id}), {self.rows_failed:,} failed, "
+                f"{self.elapsed_s:.2f}s ({self.rows_per_s:,.0f} rows/s)"
+            )
         return (
             f"{self.rows_sent:,} rows sent to {self.topic!r}, {self.rows_failed:,} failed, "
             f"{self.tasks} tasks, {self.elapsed_s:.2f}s ({self.rows_per_s:,.0f} rows/s)"
@@ -661,28 +681,44 @@ class _TaskWriter:
 
 
 async def _produce(plan: _Plan, batches: Iterator[pa.RecordBatch], report: _Report) -> None:
+    """One Spark task: its own producer writes the task's Arrow batches."""
     first = next(batches, None)
     if first is None:
         return  # an empty partition: no connection at all
-    cfg = dict(plan.config)
-    cfg.pop("partitioner", None)  # applied by _TaskWriter, which places every row
-    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(**cfg)
+    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(**_producer_options(plan.config))
     await producer.start()
     try:
-        n = len(await producer.partitions_for(plan.topic))
-        writer = _TaskWriter(producer, plan, n, report)
-        converter = _Converter(plan, n)
-        batch: pa.RecordBatch | None = first
-        while batch is not None:
-            report.rows += batch.num_rows
-            await writer.write(converter.convert(batch))
-            # Let the sender write what filled up while the next batch is read.
-            await asyncio.sleep(0)
-            batch = next(batches, None)
-        await writer.finish(producer.config.delivery_timeout_ms / 1000)
+        await _write_batches(producer, plan, itertools.chain([first], batches), report)
     finally:
         await producer.stop()
         await asyncio.sleep(0)  # let the last delivery callbacks run
+
+
+def _producer_options(config: dict[str, Any]) -> dict[str, Any]:
+    cfg = dict(config)
+    cfg.pop("partitioner", None)  # applied by _TaskWriter, which places every row
+    return cfg
+
+
+async def _write_batches(
+    producer: AIOKafkaProducer[Any, Any],
+    plan: _Plan,
+    batches: Iterable[pa.RecordBatch],
+    report: _Report,
+) -> None:
+    """Convert and send every Arrow batch, then wait for every delivery (into ``report``).
+
+    The one conversion/produce path: a task's producer, or the driver's transactional one.
+    """
+    n = len(await producer.partitions_for(plan.topic))
+    writer = _TaskWriter(producer, plan, n, report)
+    converter = _Converter(plan, n)
+    for batch in batches:
+        report.rows += batch.num_rows
+        await writer.write(converter.convert(batch))
+        # Let the sender write what filled up while the next batch is read.
+        await asyncio.sleep(0)
+    await writer.finish(producer.config.delivery_timeout_ms / 1000)
 
 
 def _task_function(plan: _Plan) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -736,14 +772,19 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 async def _topic_partitions(config: dict[str, Any], topic: str, timeout_ms: int) -> int:
-    cfg = {k: v for k, v in config.items() if k != "partitioner"}
+    # A plain producer: with the transactional id it would fence the one that writes.
+    cfg = {k: v for k, v in config.items() if k not in ("partitioner", "transactional_id")}
     cfg["max_block_ms"] = timeout_ms
     producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(**cfg)
     async with producer:
         return len(await producer.partitions_for(topic))
 
 
-def _sink_config(bootstrap_servers: str | list[str], options: dict[str, Any]) -> dict[str, Any]:
+def _sink_config(
+    bootstrap_servers: str | list[str],
+    options: dict[str, Any],
+    transactional_id: str | None = None,
+) -> dict[str, Any]:
     for name in _REFUSED_OPTIONS:
         if name in options:
             raise ValueError(
@@ -756,9 +797,17 @@ def _sink_config(bootstrap_servers: str | list[str], options: dict[str, Any]) ->
         "allow_auto_create_topics": False,
     }
     config.update(options)
+    if transactional_id is not None:
+        config["transactional_id"] = transactional_id
     from .config import ProducerConfig
 
-    ProducerConfig.from_kwargs(**config)  # fail on the driver, naming the bad option
+    checked = ProducerConfig.from_kwargs(**config)  # fail on the driver, naming the bad option
+    if checked.transactional_id != transactional_id:
+        # Every task would start a producer with the same id, each fencing the last.
+        raise ValueError(
+            "transactional_id is not a producer option of the Spark sink: use "
+            "kafka_batch_writer(..., exactly_once=True, transactional_id=...)"
+        )
     return config
 
 
@@ -837,27 +886,163 @@ def _summarize(topic: str, reports: Iterable[Any], elapsed: float) -> WriteSumma
 
 # -- Structured Streaming -------------------------------------------------------------
 
+#: the consumer group whose committed offset records a writer's last committed batch id
+SINK_GROUP_PREFIX = "aiokafka-lite-sink."
+_SINK_METADATA = "aiokafka-lite spark sink"
+
+
+class _RowsFailedError(Exception):
+    """Some row of the micro-batch could not be written: the transaction is aborted."""
+
+
+def _write_exactly_once(
+    df: DataFrame,
+    topic: str,
+    batch_id: int,
+    transactional_id: str,
+    *,
+    bootstrap_servers: str | list[str],
+    key_col: str | None = None,
+    value_col: str | Sequence[str] = "value",
+    headers_col: str | None = None,
+    partition_col: str | None = None,
+    value_format: ValueFormat = "bytes",
+    timestamp_col: str | None = None,
+    topic_timeout_ms: int = DEFAULT_TOPIC_TIMEOUT_MS,
+    **producer_config: Any,
+) -> WriteSummary:
+    """Write micro-batch ``batch_id`` from the driver in one transaction, unless a
+    transaction of ``transactional_id`` already committed it (or a later batch)."""
+    start = time.monotonic()
+    config = _sink_config(bootstrap_servers, producer_config, transactional_id)
+    prepared, plan = _prepare(
+        df,
+        topic,
+        key_col,
+        value_col,
+        headers_col,
+        partition_col,
+        value_format,
+        config,
+        timestamp_col,
+    )
+    # Fails fast, on the driver, for an unknown topic or an unreachable cluster.
+    _run(_topic_partitions(config, topic, topic_timeout_ms))
+    report = _Report(partition_id=-1, attempt=0)
+    committed = _run(_transaction(plan, prepared, batch_id, report))
+    elapsed = time.monotonic() - start
+    if not committed:
+        return WriteSummary(topic, 0, 0, 0, elapsed, batch_id=batch_id, replay_skipped=True)
+    if report.rows_failed:
+        # The transaction was aborted: none of the batch's rows is committed.
+        error = f"{report.first_error}; the transaction was aborted, no row was committed"
+        summary = WriteSummary(
+            topic, 0, report.rows, 0, elapsed, (f"micro-batch {batch_id}: {error}",), batch_id
+        )
+        raise KafkaWriteError(summary)
+    return WriteSummary(topic, report.rows_sent, 0, 0, elapsed, batch_id=batch_id)
+
+
+async def _transaction(plan: _Plan, prepared: DataFrame, batch_id: int, report: _Report) -> bool:
+    """Write ``prepared`` and commit ``batch_id`` in one transaction; ``False`` if the batch
+    had been committed already (a replay). Rows that fail abort it (``report`` says why)."""
+    from .admin import fetch_committed_offsets
+    from .structs import OffsetAndMetadata, TopicPartition
+
+    transactional_id = plan.config["transactional_id"]
+    group_id = SINK_GROUP_PREFIX + transactional_id
+    marker = TopicPartition(plan.topic, 0)  # the sink topic's partition 0 always exists
+    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(**_producer_options(plan.config))
+    # InitProducerId first: it completes or aborts a transaction an earlier attempt of
+    # this id left open and fences an older driver, so the offset read next is final.
+    await producer.start()
+    try:
+        options = {k: v for k, v in plan.config.items() if k != "bootstrap_servers"}
+        offsets = await fetch_committed_offsets(
+            plan.config["bootstrap_servers"],
+            group_id,
+            [marker],
+            timeout_ms=producer.config.max_block_ms,
+            **options,
+        )
+        next_batch = offsets[marker].offset
+        if next_batch > batch_id:
+            if next_batch > batch_id + 1:
+                log.warning(
+                    "micro-batch %d of %r is older than the last one committed (%d): skipped. "
+                    "If the query's checkpoint was reset, give the writer a new "
+                    "transactional_id",
+                    batch_id,
+                    transactional_id,
+                    next_batch - 1,
+                )
+            else:
+                log.info(
+                    "micro-batch %d of %r was committed before: skipped (a replay)",
+                    batch_id,
+                    transactional_id,
+                )
+            return False
+        # The Spark job runs in a thread: the producer's loop stays free meanwhile.
+        table = await asyncio.to_thread(prepared.toArrow)
+        try:
+            async with producer.transaction():
+                await _write_batches(producer, plan, table.to_batches(), report)
+                if report.rows_failed:
+                    raise _RowsFailedError
+                offset = OffsetAndMetadata(batch_id + 1, _SINK_METADATA)
+                await producer.send_offsets_to_transaction({marker: offset}, group_id)
+        except _RowsFailedError:
+            pass  # aborted; the caller raises KafkaWriteError from the report
+        return True
+    finally:
+        await producer.stop()
+        await asyncio.sleep(0)
+
 
 class KafkaBatchWriter:
-    """``foreachBatch`` function writing each micro-batch with :func:`write_to_kafka`.
+    """``foreachBatch`` function writing each micro-batch to Kafka.
 
-    Keeps the summary of the last batch and running totals. A batch with a failed
-    row raises, which stops the query; on restart Spark replays that batch, so rows
-    it had written are written again (at-least-once).
+    At-least-once (``transactional_id`` None): each micro-batch with
+    :func:`write_to_kafka`, from the executors. A batch with a failed row raises,
+    which stops the query; on restart Spark replays that batch, so rows it had
+    written are written again.
+
+    Exactly-once (``transactional_id`` set): each micro-batch is collected to the
+    driver as Arrow and written there in one transaction, which also commits the
+    batch id as the offset of consumer group ``SINK_GROUP_PREFIX + transactional_id``
+    (partition 0 of the topic). A batch id not above the committed one is skipped.
+    Each batch starts and stops its own transactional producer: InitProducerId then
+    settles what an earlier attempt left open before the batch id is read, and no
+    producer or event loop outlives the call.
+
+    Keeps the summary of the last batch and running totals.
     """
 
-    def __init__(self, topic: str, options: dict[str, Any]) -> None:
+    def __init__(
+        self, topic: str, options: dict[str, Any], transactional_id: str | None = None
+    ) -> None:
         self.topic = topic
         self.options = options
+        self.transactional_id = transactional_id
+        #: exactly-once mode: the group whose committed offset is the next batch id
+        self.group_id = None if transactional_id is None else SINK_GROUP_PREFIX + transactional_id
         self.last_summary: WriteSummary | None = None
         self.batches = 0
         self.rows_sent = 0
+        self.replays_skipped = 0
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
-        summary = write_to_kafka(batch_df, self.topic, **self.options)
+        if self.transactional_id is None:
+            summary = write_to_kafka(batch_df, self.topic, **self.options)
+        else:
+            summary = _write_exactly_once(
+                batch_df, self.topic, batch_id, self.transactional_id, **self.options
+            )
         self.last_summary = summary
         self.batches += 1
         self.rows_sent += summary.rows_sent
+        self.replays_skipped += summary.replay_skipped
         log.info("micro-batch %d: %s", batch_id, summary)
 
 
@@ -872,11 +1057,35 @@ def kafka_batch_writer(
     value_format: ValueFormat = "bytes",
     timestamp_col: str | None = None,
     topic_timeout_ms: int = DEFAULT_TOPIC_TIMEOUT_MS,
+    exactly_once: bool = False,
+    transactional_id: str | None = None,
     **producer_config: Any,
 ) -> KafkaBatchWriter:
     """A function for ``stream_df.writeStream.foreachBatch(...)``; options as
-    :func:`write_to_kafka` (checked now, not at the first batch)."""
-    _sink_config(bootstrap_servers, producer_config)
+    :func:`write_to_kafka` (checked now, not at the first batch).
+
+    ``exactly_once=True`` writes each micro-batch from the driver in one Kafka
+    transaction that also records its batch id, so a replayed batch (Spark re-runs
+    the last one after a crash) is skipped instead of written twice.
+    ``transactional_id`` is then required: the same for every run of the query (e.g.
+    its name), and a new one if the query's checkpoint is deleted (batch ids start
+    again at 0 and would be skipped). Consumers must read with
+    ``isolation.level=read_committed``.
+    """
+    if exactly_once:
+        if not transactional_id or not isinstance(transactional_id, str):
+            raise ValueError(
+                "exactly_once=True needs transactional_id: a non-empty string that stays the "
+                "same across restarts of the query (e.g. the query's name)"
+            )
+        if producer_config.get("enable_idempotence", True) is False:
+            raise ConfigError(
+                "exactly_once=True writes in transactions, which need the idempotent "
+                "producer: do not pass enable_idempotence=False"
+            )
+    elif transactional_id is not None:
+        raise ValueError("transactional_id is only used with exactly_once=True")
+    _sink_config(bootstrap_servers, producer_config, transactional_id)
     if value_format not in _FORMATS:
         raise ValueError(f"value_format must be one of {_FORMATS}, got {value_format!r}")
     options: dict[str, Any] = dict(
@@ -890,4 +1099,4 @@ def kafka_batch_writer(
         topic_timeout_ms=topic_timeout_ms,
         **producer_config,
     )
-    return KafkaBatchWriter(topic, options)
+    return KafkaBatchWriter(topic, options, transactional_id)

@@ -62,11 +62,12 @@ PAIRS = [
     ("AddOffsetsToTxnRequest", "AddOffsetsToTxnResponse"),
     ("EndTxnRequest", "EndTxnResponse"),
     ("TxnOffsetCommitRequest", "TxnOffsetCommitResponse"),
+    ("OffsetFetchRequest", "OffsetFetchResponse"),
 ]
 # Requests we deliberately stop short of the schema's newest version (every field
 # is still declared): AddPartitionsToTxn v4+ is broker-to-broker, EndTxn v5 is
-# KIP-890's transactions v2.
-CAPPED = {"AddPartitionsToTxnRequest": 3, "EndTxnRequest": 4}
+# KIP-890's transactions v2, OffsetFetch v8+ is the multi-group form.
+CAPPED = {"AddPartitionsToTxnRequest": 3, "EndTxnRequest": 4, "OffsetFetchRequest": 7}
 PAIRS += [
     ("SaslHandshakeRequest", "SaslHandshakeResponse"),
     ("SaslAuthenticateRequest", "SaslAuthenticateResponse"),
@@ -99,3 +100,67 @@ def test_every_version_round_trips(req: str, resp: str) -> None:
             decoded, end = codec.decode(cls, version, data)
             assert end == len(data)
             assert decoded == msg
+
+
+def test_offset_fetch_wire_format() -> None:
+    """OffsetFetch bytes assembled by hand from the schema, not by the codec under test.
+
+    v1: classic strings and arrays (int16 / int32 lengths); v2+: topics may be null;
+    v5: the committed leader epoch; v6+: compact lengths (uvarint n+1) and tag sections;
+    v7: require_stable.
+    """
+
+    def i16(n: int) -> bytes:
+        return n.to_bytes(2, "big", signed=True)
+
+    def i32(n: int) -> bytes:
+        return n.to_bytes(4, "big", signed=True)
+
+    def i64(n: int) -> bytes:
+        return n.to_bytes(8, "big", signed=True)
+
+    topic = messages.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 2])
+    request = messages.OffsetFetchRequest(group_id="g", topics=[topic], require_stable=True)
+    v1 = i16(1) + b"g" + i32(1) + i16(1) + b"t" + i32(2) + i32(0) + i32(2)
+    assert bytes(codec.encode(request, 1)) == v1  # require_stable is not in v1
+    v7 = b"\x02g" + b"\x02" + b"\x02t" + b"\x03" + i32(0) + i32(2) + b"\x00" + b"\x01" + b"\x00"
+    assert bytes(codec.encode(request, 7)) == v7
+    all_topics = messages.OffsetFetchRequest(group_id="g", topics=None)
+    assert bytes(codec.encode(all_topics, 2)) == i16(1) + b"g" + i32(-1)
+    assert bytes(codec.encode(all_topics, 7)) == b"\x02g" + b"\x00" + b"\x00" + b"\x00"
+
+    # A response with one committed offset (metadata "m") and one partition with none.
+    v5 = (
+        i32(0)  # throttle_time_ms
+        + i32(1)
+        + i16(1)
+        + b"t"
+        + i32(2)
+        + (i32(0) + i64(42) + i32(3) + i16(1) + b"m" + i16(0))
+        + (i32(2) + i64(-1) + i32(-1) + i16(-1) + i16(0))  # null metadata
+        + i16(0)  # top-level error_code
+    )
+    decoded, end = codec.decode(messages.OffsetFetchResponse, 5, v5)
+    assert end == len(v5)
+    [t] = decoded.topics
+    assert t.name == "t"
+    assert [(p.partition_index, p.committed_offset, p.metadata) for p in t.partitions] == [
+        (0, 42, "m"),
+        (2, -1, None),
+    ]
+    assert t.partitions[0].committed_leader_epoch == 3
+    v7_response = (
+        i32(0)
+        + b"\x02"
+        + b"\x02t"
+        + b"\x02"
+        + (i32(0) + i64(42) + i32(-1) + b"\x02m" + i16(88) + b"\x00")  # UNSTABLE_OFFSET_COMMIT
+        + b"\x00"
+        + i16(16)  # NOT_COORDINATOR
+        + b"\x00"
+    )
+    decoded, end = codec.decode(messages.OffsetFetchResponse, 7, v7_response)
+    assert end == len(v7_response)
+    assert decoded.error_code == 16
+    assert decoded.topics[0].partitions[0].error_code == 88
+    assert bytes(codec.encode(decoded, 7)) == v7_response

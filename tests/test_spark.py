@@ -8,11 +8,15 @@ serves the whole module: starting one takes seconds.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +26,8 @@ import msgspec
 import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
+from confluent_kafka import Consumer  # noqa: E402
+from confluent_kafka import TopicPartition as CkTopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 from conftest import TopicFactory  # noqa: E402
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E402
@@ -29,14 +35,30 @@ from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noq
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
+from scripted_broker import ReceivedRequest, ScriptedBroker, answer  # noqa: E402
 
-from aiokafka_lite import KafkaTimeoutError  # noqa: E402
+from aiokafka_lite import AIOKafkaProducer, KafkaTimeoutError  # noqa: E402
+from aiokafka_lite.admin import fetch_committed_offsets  # noqa: E402
+from aiokafka_lite.errors import ConfigError  # noqa: E402
+from aiokafka_lite.protocol.codec import decode  # noqa: E402
+from aiokafka_lite.protocol.messages import (  # noqa: E402
+    Coordinator,
+    FindCoordinatorResponse,
+    MetadataResponse,
+    MetadataResponseBroker,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
 from aiokafka_lite.spark import (  # noqa: E402
+    SINK_GROUP_PREFIX,
     KafkaWriteError,
     kafka_batch_writer,
     local_session,
     write_to_kafka,
 )
+from aiokafka_lite.structs import OffsetAndMetadata, TopicPartition  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -343,6 +365,295 @@ def test_foreach_batch_writer_streams_micro_batches(
     got = sorted((json.loads(r.value or b"")["n"], r.key, r.partition) for r in records)
     want = sorted((x["n"], x["user"].encode(), java_partition(x["user"].encode(), 3)) for x in sent)
     assert got == want
+
+
+# -- exactly-once foreachBatch mode ---------------------------------------------------
+
+READ_COMMITTED = {"isolation.level": "read_committed"}
+
+
+def _numbered(spark: SparkSession, start: int, n: int) -> DataFrame:
+    """Rows ``start..start+n-1``: the value is the number, keys repeat, over 3 Spark partitions."""
+    return (
+        spark.range(start, start + n)
+        .select(
+            sf.concat(sf.lit("k"), (sf.col("id") % 13).cast("string")).alias("key"),
+            sf.col("id").cast("string").alias("value"),
+            sf.create_map(sf.lit("n"), sf.col("id").cast("string")).alias("headers"),
+        )
+        .repartition(3)
+    )
+
+
+def _read_numbers(bootstrap: str, topic: str, expected: int) -> Counter[int]:
+    """Every committed record's number, counted; reads until one more than ``expected``
+    arrived or 4 s passed, so that a duplicate is seen, not cut off."""
+    records = read_all_confluent(
+        bootstrap, topic, expected=expected + 1, timeout=4, extra_config=READ_COMMITTED
+    )
+    for rec in records:
+        assert rec.key is not None and rec.value is not None
+        assert rec.partition == java_partition(rec.key, 3)
+        assert rec.headers == [("n", rec.value)]
+    return Counter(int(r.value or b"") for r in records)
+
+
+def _committed_batch(bootstrap: str, transactional_id: str, topic: str) -> int:
+    marker = TopicPartition(topic, 0)
+    group = SINK_GROUP_PREFIX + transactional_id
+    offsets = asyncio.run(fetch_committed_offsets(bootstrap, group, [marker], timeout_ms=10_000))
+    return offsets[marker].offset
+
+
+def test_exactly_once_replayed_micro_batch_is_not_written_twice(
+    spark: SparkSession,
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = topic_factory(3)
+    tid = f"query-{uuid.uuid4().hex}"
+    options: dict[str, Any] = {
+        "bootstrap_servers": bootstrap,
+        "key_col": "key",
+        "value_col": "value",
+        "headers_col": "headers",
+        "exactly_once": True,
+        "transactional_id": tid,
+    }
+    df, df2 = _numbered(spark, 0, 400), _numbered(spark, 1000, 150)
+    writer = kafka_batch_writer(topic, **options)
+    assert writer.group_id == SINK_GROUP_PREFIX + tid
+    assert _committed_batch(bootstrap, tid, topic) == -1
+    writer(df, 7)
+    first = writer.last_summary
+    assert first is not None
+    assert (first.rows_sent, first.rows_failed, first.batch_id, first.replay_skipped) == (
+        400,
+        0,
+        7,
+        False,
+    )
+    assert _committed_batch(bootstrap, tid, topic) == 8  # the next batch id
+
+    # The driver crashed after the Kafka commit, before Spark's checkpoint commit: the
+    # restarted query (a new writer, nothing in memory) gets batch 7 again.
+    restarted = kafka_batch_writer(topic, **options)
+    with caplog.at_level(logging.INFO, logger="aiokafka_lite.spark"):
+        restarted(df, 7)
+    replay = restarted.last_summary
+    assert replay is not None and replay.replay_skipped
+    assert (replay.rows_sent, replay.batch_id) == (0, 7)
+    assert "micro-batch 7" in str(replay) and "skipped" in str(replay)
+    assert any("committed before: skipped" in r.getMessage() for r in caplog.records)
+
+    restarted(df2, 8)
+    second = restarted.last_summary
+    assert second is not None and not second.replay_skipped and second.rows_sent == 150
+    assert (restarted.batches, restarted.rows_sent, restarted.replays_skipped) == (2, 150, 1)
+    assert _committed_batch(bootstrap, tid, topic) == 9
+
+    # An older batch id than the last committed one is skipped too, with a warning.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="aiokafka_lite.spark"):
+        restarted(df2, 3)
+    older = restarted.last_summary
+    assert older is not None and older.replay_skipped and older.rows_sent == 0
+    assert any("older than the last one committed (8)" in r.getMessage() for r in caplog.records)
+
+    got = _read_numbers(bootstrap, topic, 550)
+    assert got == Counter([*range(400), *range(1000, 1150)])  # each row exactly once
+
+
+def test_exactly_once_failed_row_aborts_and_does_not_commit_the_batch(
+    spark: SparkSession, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(2)
+    tid = f"query-{uuid.uuid4().hex}"
+    writer = kafka_batch_writer(
+        topic,
+        bootstrap_servers=bootstrap,
+        value_col=["id", "seen_at"],
+        value_format="json",
+        exactly_once=True,
+        transactional_id=tid,
+    )
+
+    def batch(bad: int | None) -> DataFrame:
+        # Row ``bad``'s timestamp (year ~11476) is valid in Spark but beyond Python's datetime.
+        return spark.range(60).select(
+            sf.col("id"),
+            sf.when(sf.col("id") == sf.lit(bad), sf.timestamp_seconds(sf.lit(300_000_000_000)))
+            .otherwise(sf.timestamp_seconds(sf.col("id")))
+            .alias("seen_at"),
+        )
+
+    with pytest.raises(KafkaWriteError, match=r"row 13.*transaction was aborted") as info:
+        writer(batch(13), 0)
+    summary = info.value.summary
+    assert (summary.rows_sent, summary.rows_failed, summary.batch_id) == (0, 60, 0)
+    assert _committed_batch(bootstrap, tid, topic) == -1  # batch 0 is not marked done
+    # Spark replays batch 0 (fixed upstream): it is written, not skipped.
+    writer(batch(None), 0)
+    assert writer.last_summary is not None
+    assert (writer.last_summary.rows_sent, writer.last_summary.replay_skipped) == (60, False)
+    assert _committed_batch(bootstrap, tid, topic) == 1
+
+
+def test_exactly_once_options_are_checked_at_the_call(bootstrap: str) -> None:
+    with pytest.raises(ValueError, match=r"exactly_once=True needs transactional_id"):
+        kafka_batch_writer("t", bootstrap_servers=bootstrap, exactly_once=True)
+    with pytest.raises(ValueError, match=r"exactly_once=True needs transactional_id"):
+        kafka_batch_writer("t", bootstrap_servers=bootstrap, exactly_once=True, transactional_id="")
+    with pytest.raises(ConfigError, match=r"enable_idempotence=False"):
+        kafka_batch_writer(
+            "t",
+            bootstrap_servers=bootstrap,
+            exactly_once=True,
+            transactional_id="q",
+            enable_idempotence=False,
+        )
+    with pytest.raises(ValueError, match=r"only used with exactly_once=True"):
+        kafka_batch_writer("t", bootstrap_servers=bootstrap, transactional_id="q")
+    # Every task would start a producer with this id, each fencing the one before.
+    kafka_style: dict[str, Any] = {"transactional.id": "q"}
+    with pytest.raises(ValueError, match=r"transactional_id is not a producer option"):
+        kafka_batch_writer("t", bootstrap_servers=bootstrap, **kafka_style)
+
+
+def test_exactly_once_stream_replayed_after_a_lost_checkpoint_commit(
+    spark: SparkSession, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    for f in range(3):
+        lines = [{"key": f"k{i % 13}", "value": str(f * 100 + i)} for i in range(100)]
+        (source / f"part-{f}.json").write_text("\n".join(json.dumps(x) for x in lines))
+    topic = topic_factory(3)
+    checkpoint = tmp_path / "checkpoint"
+    tid = f"query-{uuid.uuid4().hex}"
+
+    def run() -> Any:
+        writer = kafka_batch_writer(
+            topic,
+            bootstrap_servers=bootstrap,
+            key_col="key",
+            value_col="value",
+            headers_col="headers",
+            exactly_once=True,
+            transactional_id=tid,
+        )
+        stream = (
+            spark.readStream.schema("key string, value string")
+            .option("maxFilesPerTrigger", 1)
+            .json(str(source))
+            .withColumn("headers", sf.create_map(sf.lit("n"), sf.col("value")))
+        )
+        query = (
+            stream.writeStream.foreachBatch(writer)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120)
+        assert query.exception() is None
+        return writer
+
+    first = run()
+    assert (first.batches, first.rows_sent, first.replays_skipped) == (3, 300, 0)
+    # Lose Spark's commit of the last batch, as if the driver died right after the
+    # Kafka transaction committed: the restarted query runs batch 2 again.
+    commits = checkpoint / "commits"
+    (commits / "2").unlink()
+    for crc in commits.glob(".2.crc"):
+        crc.unlink()
+    second = run()
+    assert (second.batches, second.rows_sent, second.replays_skipped) == (1, 0, 1)
+    assert (commits / "2").exists()
+    assert _read_numbers(bootstrap, topic, 300) == Counter(range(300))
+    shutil.rmtree(checkpoint)
+
+
+# -- fetch_committed_offsets (the replay check of the exactly-once mode) ---------------
+
+
+async def test_fetch_committed_offsets_reads_transactional_commits(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(2)
+    group = f"g-{uuid.uuid4().hex}"
+    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4().hex}"
+    )
+    async with producer, producer.transaction():
+        await producer.send(topic, b"x", partition=0)
+        await producer.send_offsets_to_transaction(
+            {TopicPartition(topic, 0): OffsetAndMetadata(42, "m"), TopicPartition(topic, 1): 7},
+            group,
+        )
+    asked = [TopicPartition(topic, 1), TopicPartition(topic, 0), TopicPartition(topic, 5)]
+    got = await fetch_committed_offsets(bootstrap, group, asked, timeout_ms=10_000)
+    assert list(got) == asked
+    # (Tansu does not keep the metadata string: confluent-kafka reads None there too.)
+    assert [got[tp].offset for tp in asked] == [7, 42, -1]  # no such partition: -1
+    unknown = await fetch_committed_offsets(
+        bootstrap, f"g-{uuid.uuid4().hex}", asked[:1], timeout_ms=10_000
+    )
+    assert unknown == {asked[0]: OffsetAndMetadata(-1, "")}
+    assert await fetch_committed_offsets(bootstrap, group, [], timeout_ms=10_000) == {}
+
+    # An independent reader agrees.
+    def confluent_committed() -> list[int]:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
+        try:
+            tps = [CkTopicPartition(topic, p) for p in (1, 0)]
+            return [tp.offset for tp in consumer.committed(tps, timeout=10)]
+        finally:
+            consumer.close()
+
+    assert await asyncio.to_thread(confluent_committed) == [7, 42]
+
+
+async def test_fetch_committed_offsets_retries_coordinator_errors() -> None:
+    # A broker that is still loading the group, then says it is not its coordinator,
+    # then answers: each error sends the client back to FindCoordinator.
+    holder: list[ScriptedBroker] = []
+    errors = [14, 16, 0]  # COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, none
+
+    def script(req: ReceivedRequest) -> bytes | None:
+        port = holder[0].port
+        if req.api_key == 3:
+            broker = MetadataResponseBroker(node_id=1, host="127.0.0.1", port=port)
+            return answer(req, MetadataResponse(brokers=[broker], controller_id=1))
+        if req.api_key == 10:
+            found = Coordinator(key="grp", node_id=1, host="127.0.0.1", port=port)
+            return answer(req, FindCoordinatorResponse(coordinators=[found], node_id=1))
+        if req.api_key == 9:
+            # (The scripted broker leaves the flexible header's empty tag section on.)
+            assert req.api_version >= 6 and req.body[0] == 0
+            fetch, _ = decode(OffsetFetchRequest, req.api_version, req.body[1:])
+            assert fetch.group_id == "grp" and fetch.require_stable
+            partition = OffsetFetchResponsePartition(partition_index=3, committed_offset=99)
+            topic = OffsetFetchResponseTopic(name="t", partitions=[partition])
+            return answer(req, OffsetFetchResponse(topics=[topic], error_code=errors.pop(0)))
+        return None
+
+    versions = {0: (3, 11), 3: (1, 12), 9: (1, 9), 10: (0, 6), 18: (0, 4)}
+    async with ScriptedBroker(script, api_versions=versions) as broker:
+        holder.append(broker)
+        got = await fetch_committed_offsets(
+            broker.address, "grp", [TopicPartition("t", 3)], timeout_ms=10_000, retry_backoff_ms=1
+        )
+        assert got == {TopicPartition("t", 3): OffsetAndMetadata(99, "")}
+        assert len(broker.requests_for(9)) == 3 and len(broker.requests_for(10)) == 3
+        assert {r.api_version for r in broker.requests_for(9)} == {7}
+
+        # An error that never goes away ends in a timeout naming it.
+        errors[:] = [15] * 1000  # COORDINATOR_NOT_AVAILABLE
+        with pytest.raises(KafkaTimeoutError, match=r"'grp'.*300 ms.*COORDINATOR_NOT_AVAILABLE"):
+            await fetch_committed_offsets(
+                broker.address, "grp", [TopicPartition("t", 3)], timeout_ms=300
+            )
 
 
 def test_example_pipeline_runs_with_one_command() -> None:

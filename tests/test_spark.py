@@ -26,8 +26,6 @@ import msgspec
 import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
-from confluent_kafka import Consumer  # noqa: E402
-from confluent_kafka import TopicPartition as CkTopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 from conftest import TopicFactory  # noqa: E402
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E402
@@ -35,22 +33,10 @@ from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noq
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
-from scripted_broker import ReceivedRequest, ScriptedBroker, answer  # noqa: E402
 
-from aiokafka_lite import AIOKafkaProducer, KafkaTimeoutError  # noqa: E402
+from aiokafka_lite import KafkaTimeoutError  # noqa: E402
 from aiokafka_lite.admin import fetch_committed_offsets  # noqa: E402
 from aiokafka_lite.errors import ConfigError  # noqa: E402
-from aiokafka_lite.protocol.codec import decode  # noqa: E402
-from aiokafka_lite.protocol.messages import (  # noqa: E402
-    Coordinator,
-    FindCoordinatorResponse,
-    MetadataResponse,
-    MetadataResponseBroker,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
-)
 from aiokafka_lite.spark import (  # noqa: E402
     SINK_GROUP_PREFIX,
     KafkaWriteError,
@@ -58,7 +44,7 @@ from aiokafka_lite.spark import (  # noqa: E402
     local_session,
     write_to_kafka,
 )
-from aiokafka_lite.structs import OffsetAndMetadata, TopicPartition  # noqa: E402
+from aiokafka_lite.structs import TopicPartition  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -572,88 +558,6 @@ def test_exactly_once_stream_replayed_after_a_lost_checkpoint_commit(
     assert (commits / "2").exists()
     assert _read_numbers(bootstrap, topic, 300) == Counter(range(300))
     shutil.rmtree(checkpoint)
-
-
-# -- fetch_committed_offsets (the replay check of the exactly-once mode) ---------------
-
-
-async def test_fetch_committed_offsets_reads_transactional_commits(
-    bootstrap: str, topic_factory: TopicFactory
-) -> None:
-    topic = topic_factory(2)
-    group = f"g-{uuid.uuid4().hex}"
-    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4().hex}"
-    )
-    async with producer, producer.transaction():
-        await producer.send(topic, b"x", partition=0)
-        await producer.send_offsets_to_transaction(
-            {TopicPartition(topic, 0): OffsetAndMetadata(42, "m"), TopicPartition(topic, 1): 7},
-            group,
-        )
-    asked = [TopicPartition(topic, 1), TopicPartition(topic, 0), TopicPartition(topic, 5)]
-    got = await fetch_committed_offsets(bootstrap, group, asked, timeout_ms=10_000)
-    assert list(got) == asked
-    # (Tansu does not keep the metadata string: confluent-kafka reads None there too.)
-    assert [got[tp].offset for tp in asked] == [7, 42, -1]  # no such partition: -1
-    unknown = await fetch_committed_offsets(
-        bootstrap, f"g-{uuid.uuid4().hex}", asked[:1], timeout_ms=10_000
-    )
-    assert unknown == {asked[0]: OffsetAndMetadata(-1, "")}
-    assert await fetch_committed_offsets(bootstrap, group, [], timeout_ms=10_000) == {}
-
-    # An independent reader agrees.
-    def confluent_committed() -> list[int]:
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
-        try:
-            tps = [CkTopicPartition(topic, p) for p in (1, 0)]
-            return [tp.offset for tp in consumer.committed(tps, timeout=10)]
-        finally:
-            consumer.close()
-
-    assert await asyncio.to_thread(confluent_committed) == [7, 42]
-
-
-async def test_fetch_committed_offsets_retries_coordinator_errors() -> None:
-    # A broker that is still loading the group, then says it is not its coordinator,
-    # then answers: each error sends the client back to FindCoordinator.
-    holder: list[ScriptedBroker] = []
-    errors = [14, 16, 0]  # COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, none
-
-    def script(req: ReceivedRequest) -> bytes | None:
-        port = holder[0].port
-        if req.api_key == 3:
-            broker = MetadataResponseBroker(node_id=1, host="127.0.0.1", port=port)
-            return answer(req, MetadataResponse(brokers=[broker], controller_id=1))
-        if req.api_key == 10:
-            found = Coordinator(key="grp", node_id=1, host="127.0.0.1", port=port)
-            return answer(req, FindCoordinatorResponse(coordinators=[found], node_id=1))
-        if req.api_key == 9:
-            # (The scripted broker leaves the flexible header's empty tag section on.)
-            assert req.api_version >= 6 and req.body[0] == 0
-            fetch, _ = decode(OffsetFetchRequest, req.api_version, req.body[1:])
-            assert fetch.group_id == "grp" and fetch.require_stable
-            partition = OffsetFetchResponsePartition(partition_index=3, committed_offset=99)
-            topic = OffsetFetchResponseTopic(name="t", partitions=[partition])
-            return answer(req, OffsetFetchResponse(topics=[topic], error_code=errors.pop(0)))
-        return None
-
-    versions = {0: (3, 11), 3: (1, 12), 9: (1, 9), 10: (0, 6), 18: (0, 4)}
-    async with ScriptedBroker(script, api_versions=versions) as broker:
-        holder.append(broker)
-        got = await fetch_committed_offsets(
-            broker.address, "grp", [TopicPartition("t", 3)], timeout_ms=10_000, retry_backoff_ms=1
-        )
-        assert got == {TopicPartition("t", 3): OffsetAndMetadata(99, "")}
-        assert len(broker.requests_for(9)) == 3 and len(broker.requests_for(10)) == 3
-        assert {r.api_version for r in broker.requests_for(9)} == {7}
-
-        # An error that never goes away ends in a timeout naming it.
-        errors[:] = [15] * 1000  # COORDINATOR_NOT_AVAILABLE
-        with pytest.raises(KafkaTimeoutError, match=r"'grp'.*300 ms.*COORDINATOR_NOT_AVAILABLE"):
-            await fetch_committed_offsets(
-                broker.address, "grp", [TopicPartition("t", 3)], timeout_ms=300
-            )
 
 
 def test_example_pipeline_runs_with_one_command() -> None:

@@ -23,8 +23,6 @@ from .protocol.messages import (
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
     OffsetFetchResponse,
@@ -213,9 +211,11 @@ async def fetch_committed_offsets(
     ``config``: producer options, of which the connection ones matter
     (``security_protocol``, ``ssl_cafile``, ``sasl_mechanism``, ...). Coordinator
     moves and loads (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
-    COORDINATOR_LOAD_IN_PROGRESS), UNSTABLE_OFFSET_COMMIT and lost connections are
-    retried with backoff; the whole call takes at most ``timeout_ms``, then raises
-    :class:`~aiokafka_lite.KafkaTimeoutError` naming the last error.
+    COORDINATOR_LOAD_IN_PROGRESS), UNSTABLE_OFFSET_COMMIT and connections lost after
+    the first metadata answer are retried with backoff; the whole call takes at most
+    ``timeout_ms``, then raises :class:`~aiokafka_lite.KafkaTimeoutError` naming the
+    last error. If no bootstrap server answers at all, it raises
+    :class:`~aiokafka_lite.KafkaConnectionError` naming them.
     """
     wanted = list(dict.fromkeys(TopicPartition(t, p) for t, p in partitions))
     if not wanted:
@@ -293,29 +293,11 @@ async def _fetch_offsets(
 
 async def _group_coordinator(client: NetworkClient, group_id: str) -> int:
     """The node id of ``group_id``'s coordinator (FindCoordinator, key type group)."""
-    node_id = client.least_loaded_node(time.monotonic())
-    if node_id is None:
-        raise KafkaConnectionError("no broker is reachable to find a group coordinator")
-    conn = await client.connect(node_id)
-    version = conn.version_for(FindCoordinatorRequest)
-    if version >= 4:  # KIP-699: keys in a batch, answers per key
-        request = FindCoordinatorRequest(key_type=GROUP_KEY, coordinator_keys=[group_id])
-    else:
-        request = FindCoordinatorRequest(key=group_id, key_type=GROUP_KEY)
-    response: FindCoordinatorResponse = await conn.send(request, version)
-    if version >= 4:
-        found = next((c for c in response.coordinators if c.key == group_id), None)
-        if found is None:
-            raise CoordinatorNotAvailableError(f"FindCoordinator did not answer for {group_id!r}")
-        code, message = found.error_code, found.error_message
-        coordinator = found.node_id
-    else:
-        code, message = response.error_code, response.error_message
-        coordinator = response.node_id
-    if code:
-        detail = f"FindCoordinator for group {group_id!r}: {message}"
-        raise error_from_response(code, message=detail)
+    coordinator = (await client.find_coordinator(GROUP_KEY, group_id)).node_id
     if coordinator not in client.metadata.cluster.nodes:
+        node_id = client.least_loaded_node(time.monotonic())
+        if node_id is None:
+            raise KafkaConnectionError("no broker is reachable to look up the coordinator")
         metadata = await client.fetch_metadata(node_id, [])
         client.metadata.update(Cluster.from_metadata(metadata), time.monotonic())
         if coordinator not in client.metadata.cluster.nodes:

@@ -19,10 +19,22 @@ from typing import Any
 from .cluster import Cluster, Node
 from .config import ProducerConfig, parse_bootstrap
 from .connection import BrokerConnection
-from .errors import AuthenticationFailedError, KafkaConnectionError, KafkaError
+from .errors import (
+    AuthenticationFailedError,
+    CoordinatorNotAvailableError,
+    KafkaConnectionError,
+    KafkaError,
+    error_from_response,
+)
 from .metadata import Metadata
 from .protocol.codec import Request
-from .protocol.messages import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from .protocol.messages import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
 from .security import Security
 
 __all__ = ["NetworkClient"]
@@ -271,6 +283,35 @@ class NetworkClient:
         )
         response: MetadataResponse = await conn.send(request)
         return response
+
+    async def find_coordinator(self, key_type: int, key: str) -> Node:
+        """Ask the least-loaded broker for the coordinator of ``key`` (a group, key type 0,
+        or a transactional id, 1); raises the broker's error, naming ``key``."""
+        node_id = self.least_loaded_node(time.monotonic())
+        if node_id is None:
+            raise KafkaConnectionError(f"no broker is reachable to find the coordinator of {key!r}")
+        conn = await self.connect(node_id)
+        version = conn.version_for(FindCoordinatorRequest)
+        if version >= 4:  # KIP-699: keys in a batch, answers per key
+            request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
+        else:
+            request = FindCoordinatorRequest(key=key, key_type=key_type)
+        response: FindCoordinatorResponse = await conn.send(request, version)
+        if version >= 4:
+            found = next((c for c in response.coordinators if c.key == key), None)
+            if found is None:
+                raise CoordinatorNotAvailableError(f"FindCoordinator did not answer for {key!r}")
+            code, message = found.error_code, found.error_message
+            coordinator = Node(found.node_id, found.host, found.port, None)
+        else:
+            code, message = response.error_code, response.error_message
+            coordinator = Node(response.node_id, response.host, response.port, None)
+        if code:
+            kind = "group" if key_type == 0 else "transactional id"
+            raise error_from_response(
+                code, message=f"FindCoordinator for {kind} {key!r}: {message}"
+            )
+        return coordinator
 
     async def bootstrap(self, timeout: float) -> None:
         """Fetch the first metadata from any configured server, or raise."""

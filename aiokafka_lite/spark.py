@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
-from .errors import ConfigError, KafkaError
+from .errors import KafkaError
 from .partitioner import KeyHashCache
 from .producer import AIOKafkaProducer, BatchBuilder
 from .structs import RecordMetadata
@@ -1072,16 +1072,13 @@ def kafka_batch_writer(
     again at 0 and would be skipped). Consumers must read with
     ``isolation.level=read_committed``.
     """
+    # Anything else about the id (its type, idempotence turned off under any of its
+    # names) is refused by _sink_config's ProducerConfig check below.
     if exactly_once:
-        if not transactional_id or not isinstance(transactional_id, str):
+        if not transactional_id:
             raise ValueError(
                 "exactly_once=True needs transactional_id: a non-empty string that stays the "
                 "same across restarts of the query (e.g. the query's name)"
-            )
-        if producer_config.get("enable_idempotence", True) is False:
-            raise ConfigError(
-                "exactly_once=True writes in transactions, which need the idempotent "
-                "producer: do not pass enable_idempotence=False"
             )
     elif transactional_id is not None:
         raise ValueError("transactional_id is only used with exactly_once=True")

@@ -67,8 +67,6 @@ from .protocol.messages import (
     AddPartitionsToTxnTopic,
     EndTxnRequest,
     EndTxnResponse,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     TxnOffsetCommitRequest,
@@ -641,35 +639,15 @@ class TransactionManager:
         cached = self._coordinators.get((key_type, key))
         if cached is not None:
             return cached
-        node_id = self._client.least_loaded_node(time.monotonic())
-        if node_id is None:
-            raise KafkaConnectionError("no broker is reachable to find a coordinator")
-        conn = await self._client.connect(node_id)
-        version = conn.version_for(FindCoordinatorRequest)
-        if version >= 4:  # KIP-699: keys in a batch, answers per key
-            request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
-        else:
-            request = FindCoordinatorRequest(key=key, key_type=key_type)
-        response: FindCoordinatorResponse = await conn.send(request, version)
-        if version >= 4:
-            found = next((c for c in response.coordinators if c.key == key), None)
-            if found is None:
-                raise CoordinatorNotAvailableError(f"FindCoordinator did not answer for {key!r}")
-            code, message = found.error_code, found.error_message
-            coordinator, host, port = found.node_id, found.host, found.port
-        else:
-            code, message = response.error_code, response.error_message
-            coordinator, host, port = response.node_id, response.host, response.port
+        found = await self._client.find_coordinator(key_type, key)
+        coordinator = found.node_id
         kind = "transactional id" if key_type == TRANSACTION else "group"
-        if code:
-            detail = f"FindCoordinator for {kind} {key!r}: {message}"
-            raise error_from_response(code, message=detail)
         if coordinator not in self._client.metadata.cluster.nodes:
             self._client.metadata.request_update()
             self._wakeup()
             raise CoordinatorNotAvailableError(
-                f"the coordinator of {kind} {key!r} is node {coordinator} ({host}:{port}), "
-                "which is not in the metadata yet"
+                f"the coordinator of {kind} {key!r} is node {coordinator} "
+                f"({found.host}:{found.port}), which is not in the metadata yet"
             )
         log.debug("coordinator of %s %r: node %s", kind, key, coordinator)
         self._coordinators[(key_type, key)] = coordinator

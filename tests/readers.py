@@ -80,13 +80,20 @@ def read_all_confluent(
     expected: int,
     timeout: float = 30.0,
     extra_config: dict[str, str] | None = None,
+    *,
+    idle: float | None = None,
+    at_least: int = 0,
 ) -> list[ReadRecord]:
     """Read ``topic`` from offset 0 of every partition with confluent-kafka (blocking).
 
     Polls until ``expected`` records were read or ``timeout`` s passed and returns what was
-    read (possibly fewer: assert on the length). Consumer errors (e.g. a CRC mismatch, as
-    ``check.crcs`` is on) raise ``RuntimeError``. Note: on Tansu, fetching metadata of a
-    topic that does not exist auto-creates it (with 4 empty partitions).
+    read (possibly fewer: assert on the length). With ``idle``, it also stops once at least
+    ``at_least`` records were read and none arrived for ``idle`` s: a caller can then ask
+    for more than must be there (e.g. one more, so that a duplicate or an extra record is
+    seen, not cut off) without always waiting out ``timeout``; below ``at_least`` only
+    ``timeout`` ends the wait, so a slow start is no false failure. Consumer errors (e.g. a
+    CRC mismatch, as ``check.crcs`` is on) raise ``RuntimeError``. Note: on Tansu, fetching
+    metadata of a topic that does not exist auto-creates it (with 4 empty partitions).
     """
     consumer = Consumer(
         {
@@ -112,11 +119,18 @@ def read_all_confluent(
             [CkTopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(topic_md.partitions)]
         )
         deadline = time.monotonic() + timeout
+        last_arrival = time.monotonic()
         while len(records) < expected:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 break
-            for msg in consumer.consume(num_messages=1000, timeout=min(remaining, 0.2)):
+            if idle is not None and len(records) >= at_least and now - last_arrival >= idle:
+                break
+            msgs = consumer.consume(num_messages=1000, timeout=min(remaining, 0.2))
+            if msgs:
+                last_arrival = time.monotonic()
+            for msg in msgs:
                 err = msg.error()
                 if err is not None:
                     raise RuntimeError(f"confluent consumer error on {topic!r}: {err}")

@@ -37,8 +37,17 @@ async def forwarder() -> AsyncIterator[FaultProxy]:
 
 def read(bootstrap: str, topic: str) -> Callable[[Outcome], Awaitable[list[ReadRecord]]]:
     async def read_(outcome: Outcome) -> list[ReadRecord]:
+        # Tansu's high watermark is wrong: read until one more record than could be
+        # there (every acked and every failed one, +1) or 2 s idle once the acked count
+        # is in, so that a duplicate or a failed record that was written is seen too.
         return await asyncio.to_thread(
-            read_all_confluent, bootstrap, topic, len(outcome.acked), 10.0
+            read_all_confluent,
+            bootstrap,
+            topic,
+            len(outcome.acked) + len(outcome.failed) + 1,
+            15.0,
+            idle=2.0,
+            at_least=len(outcome.acked),
         )
 
     return read_

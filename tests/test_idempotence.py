@@ -38,16 +38,32 @@ async def proxied() -> AsyncIterator[tuple[FaultProxy, str]]:
 
 
 def reader(bootstrap: str, topic: str) -> Callable[[Outcome], Awaitable[list[ReadRecord]]]:
-    """Read ``topic`` back with confluent-kafka, until the acknowledged count is there."""
+    """Read ``topic`` back with confluent-kafka, past the acknowledged count."""
 
     async def read(outcome: Outcome) -> list[ReadRecord]:
         # The proxy runs on this loop: read from a thread so it keeps pumping. Tansu's
-        # high watermark is wrong: read until the count is there (10 s at most).
+        # high watermark is wrong: read until one more record than could be there (every
+        # acked and every failed one, +1) or, once the acked count is in, 2 s without a
+        # new one (15 s at most), so that a duplicate or a written "maybe" is seen too.
         return await asyncio.to_thread(
-            read_all_confluent, bootstrap, topic, len(outcome.acked), 10.0
+            read_all_confluent,
+            bootstrap,
+            topic,
+            len(outcome.acked) + len(outcome.failed) + 1,
+            15.0,
+            idle=2.0,
+            at_least=len(outcome.acked),
         )
 
     return read
+
+
+async def until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll ``condition`` every 10 ms until it holds; fail after ``timeout`` s."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"gave up waiting for {what}"
+        await asyncio.sleep(0.01)
 
 
 async def new_topic(bootstrap: str, partitions: int = 1) -> str:
@@ -208,7 +224,9 @@ async def test_stall_past_request_timeout_drops_the_connection_and_retries_once(
     connections = proxy.connections
     proxy.stall()
     futures += [await producer.send(topic, value(i), partition=i % 2) for i in range(200, 600)]
-    await asyncio.sleep(1.2)  # past request_timeout_ms: the connection is given up
+    # Past request_timeout_ms the stalled connection is given up and a new one opened
+    # (it is stalled too, so nothing is answered yet).
+    await until(lambda: proxy.connections > connections, 10.0, "a new connection")
     assert not any(f.done() for f in futures[200:])
     proxy.resume()
     futures += [await producer.send(topic, value(i), partition=i % 2) for i in range(600, 800)]

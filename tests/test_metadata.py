@@ -18,7 +18,7 @@ from mockcluster import MockCluster
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.client import NetworkClient
 from aiokafka_lite.cluster import NO_LEADER, Cluster, Node, PartitionInfo
-from aiokafka_lite.config import ProducerConfig
+from aiokafka_lite.config import ProducerConfig, parse_bootstrap
 from aiokafka_lite.errors import KafkaConnectionError, KafkaTimeoutError
 from aiokafka_lite.metadata import Metadata
 from aiokafka_lite.protocol.messages import (
@@ -364,6 +364,43 @@ async def test_least_loaded_node_falls_back_to_bootstrap_servers(mock3: MockClus
         chosen = client.least_loaded_node(now)
         assert chosen is not None and chosen < 0  # a bootstrap placeholder id
         assert chosen in Cluster.bootstrap([("x", 1)] * 3).nodes
+    finally:
+        mock3.broker_up(-1)
+        await client.close()
+
+
+async def test_least_loaded_node_prefers_bootstrap_servers_once_known_nodes_failed(
+    mock3: MockCluster,
+) -> None:
+    # KIP-899 when the backoffs are over: every known node failed its last attempt, but
+    # may be retried now. Fresh bootstrap servers come before retrying a failed node.
+    client = await _client(mock3)
+    bootstrap_ids = set(Cluster.bootstrap(parse_bootstrap(mock3.bootstrap_servers)).nodes)
+    try:
+        mock3.broker_down(-1)
+        for node_id in (1, 2, 3):
+            with pytest.raises(KafkaConnectionError):
+                await client.connect(node_id)
+        assert sorted(client.metadata.cluster.nodes) == [1, 2, 3]
+        later = time.monotonic() + 3600  # past every 60 s reconnect backoff
+        assert not any(client.backing_off(n, later) for n in (1, 2, 3))
+        assert all(n in client._failures for n in (1, 2, 3))  # failed: not fresh
+        assert not any(n in client._failures for n in bootstrap_ids)
+        # random.choice among the fresh ones: ask often, it must never pick a known node.
+        chosen = {client.least_loaded_node(later) for _ in range(50)}
+        assert chosen <= bootstrap_ids, chosen
+
+        # Once the bootstrap servers failed too, and every backoff is over again, the
+        # known nodes are retried first.
+        for node_id in sorted(bootstrap_ids):
+            with pytest.raises(KafkaConnectionError):
+                await client.connect(node_id)
+        later = time.monotonic() + 3600
+        assert not any(client.backing_off(n, later) for n in {1, 2, 3} | bootstrap_ids)
+        chosen = {client.least_loaded_node(later) for _ in range(50)}
+        assert chosen <= {1, 2, 3}, chosen
+        # While every node is still backing off, there is none to try.
+        assert client.least_loaded_node(time.monotonic()) is None
     finally:
         mock3.broker_up(-1)
         await client.close()

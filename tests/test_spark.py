@@ -33,6 +33,7 @@ from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noq
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
+from txnlog import ABORT, COMMIT, committed_view, read_log  # noqa: E402
 
 from aiokafka_lite import KafkaTimeoutError  # noqa: E402
 from aiokafka_lite.admin import fetch_committed_offsets  # noqa: E402
@@ -356,6 +357,7 @@ def test_foreach_batch_writer_streams_micro_batches(
 # -- exactly-once foreachBatch mode ---------------------------------------------------
 
 READ_COMMITTED = {"isolation.level": "read_committed"}
+READ_UNCOMMITTED = {"isolation.level": "read_uncommitted"}  # librdkafka defaults to committed
 
 
 def _numbered(spark: SparkSession, start: int, n: int) -> DataFrame:
@@ -373,9 +375,16 @@ def _numbered(spark: SparkSession, start: int, n: int) -> DataFrame:
 
 def _read_numbers(bootstrap: str, topic: str, expected: int) -> Counter[int]:
     """Every committed record's number, counted; reads until one more than ``expected``
-    arrived or 4 s passed, so that a duplicate is seen, not cut off."""
+    arrived or, once ``expected`` are in, 2 s passed without a new one (15 s at most, for
+    a loaded machine), so that a duplicate is seen, not cut off."""
     records = read_all_confluent(
-        bootstrap, topic, expected=expected + 1, timeout=4, extra_config=READ_COMMITTED
+        bootstrap,
+        topic,
+        expected=expected + 1,
+        timeout=15,
+        extra_config=READ_COMMITTED,
+        idle=2.0,
+        at_least=expected,
     )
     for rec in records:
         assert rec.key is not None and rec.value is not None
@@ -484,6 +493,48 @@ def test_exactly_once_failed_row_aborts_and_does_not_commit_the_batch(
     assert writer.last_summary is not None
     assert (writer.last_summary.rows_sent, writer.last_summary.replay_skipped) == (60, False)
     assert _committed_batch(bootstrap, tid, topic) == 1
+
+    def ids(values: list[bytes]) -> Counter[int]:
+        return Counter(msgspec.json.decode(v)["id"] for v in values)
+
+    retried = Counter(range(60))  # the retry's rows, each once
+    # The first attempt's other 59 rows were delivered (the writer waits for every
+    # delivery) inside the transaction that was then aborted.
+    aborted = Counter(i for i in range(60) if i != 13)
+    uncommitted = read_all_confluent(
+        bootstrap,
+        topic,
+        expected=retried.total() + aborted.total() + 1,  # one more: a duplicate would show
+        timeout=15,
+        extra_config=READ_UNCOMMITTED,
+        idle=2.0,
+        at_least=retried.total() + aborted.total(),
+    )
+    assert len(uncommitted) > 60  # the first attempt really wrote rows, then aborted
+    assert ids([r.value or b"" for r in uncommitted]) == retried + aborted
+    # Which of them count is Kafka's read_committed rule over the raw log (txnlog.py):
+    # the retry's 60 rows once each, behind a COMMIT marker; the 59 behind an ABORT.
+    view = committed_view(read_log(bootstrap, topic, 2))
+    assert ids(view.committed) == retried
+    assert ids(view.aborted) == aborted
+    assert view.open == []
+    assert sorted({t for _, t in view.markers}) == [ABORT, COMMIT]
+    # Tansu writes the markers but answers Fetch with no aborted_transactions, so a
+    # read_committed consumer there sees the aborted rows too (README, txnlog.py): it
+    # cannot be asked for "exactly 0..59 once". It must see every committed row, and
+    # anything beyond one of each must be an aborted row.
+    committed = read_all_confluent(
+        bootstrap,
+        topic,
+        expected=retried.total() + aborted.total() + 1,
+        timeout=15,
+        extra_config=READ_COMMITTED,
+        idle=2.0,
+        at_least=retried.total(),
+    )
+    seen = ids([r.value or b"" for r in committed])
+    assert not retried - seen, f"committed rows missing: {sorted(retried - seen)}"
+    assert not (seen - retried) - aborted, f"not aborted, yet extra: {(seen - retried) - aborted}"
 
 
 def test_exactly_once_options_are_checked_at_the_call(bootstrap: str) -> None:

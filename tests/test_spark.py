@@ -542,14 +542,16 @@ def test_exactly_once_options_are_checked_at_the_call(bootstrap: str) -> None:
         kafka_batch_writer("t", bootstrap_servers=bootstrap, exactly_once=True)
     with pytest.raises(ValueError, match=r"exactly_once=True needs transactional_id"):
         kafka_batch_writer("t", bootstrap_servers=bootstrap, exactly_once=True, transactional_id="")
-    with pytest.raises(ConfigError, match=r"enable_idempotence=False"):
-        kafka_batch_writer(
-            "t",
-            bootstrap_servers=bootstrap,
-            exactly_once=True,
-            transactional_id="q",
-            enable_idempotence=False,
-        )
+    # Transactions need the idempotent producer, under any name of the option.
+    for no_idempotence in ({"enable_idempotence": False}, {"enable.idempotence": "false"}):
+        with pytest.raises(ConfigError, match=r"transactional_id requires enable_idempotence"):
+            kafka_batch_writer(
+                "t",
+                bootstrap_servers=bootstrap,
+                exactly_once=True,
+                transactional_id="q",
+                **no_idempotence,
+            )
     with pytest.raises(ValueError, match=r"only used with exactly_once=True"):
         kafka_batch_writer("t", bootstrap_servers=bootstrap, transactional_id="q")
     # Every task would start a producer with this id, each fencing the one before.

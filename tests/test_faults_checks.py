@@ -164,6 +164,30 @@ def check_log(
         assert order == sorted(order), f"partition {p} is not in send order: {order[:20]}..."
 
 
+def confluent_reader(bootstrap: str, topic: str) -> Callable[[Outcome], Awaitable[list[Any]]]:
+    """``check_fault_outcome``'s reader for a topic on a broker: confluent-kafka's consumer.
+
+    Read from a thread (a fault proxy on this loop keeps pumping meanwhile). Tansu's
+    high watermark is wrong: read until one more record than could be there (every
+    acked and every failed one, +1) or, once the acked count is in, 2 s without a new
+    one (15 s at most), so that a duplicate or a written "maybe" is seen too.
+    """
+    from readers import read_all_confluent
+
+    async def read(outcome: Outcome) -> list[Any]:
+        return await asyncio.to_thread(
+            read_all_confluent,
+            bootstrap,
+            topic,
+            len(outcome.acked) + len(outcome.failed) + 1,
+            15.0,
+            idle=2.0,
+            at_least=len(outcome.acked),
+        )
+
+    return read
+
+
 async def check_fault_outcome(
     producer: Any,
     futures: Sequence[asyncio.Future[RecordMetadata]],

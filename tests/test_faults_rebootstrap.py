@@ -14,13 +14,12 @@ on the new broker, and each phase is read back from the broker that took it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 from conftest import create_topic
 from faultproxy import FaultProxy
-from readers import ReadRecord, read_all_confluent
-from test_faults_checks import Outcome, check_fault_outcome, check_log, settle, value
+from test_faults_checks import check_fault_outcome, check_log, confluent_reader, settle, value
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.embedded import EmbeddedBroker
@@ -33,24 +32,6 @@ async def forwarder() -> AsyncIterator[FaultProxy]:
         yield proxy
     finally:
         await proxy.stop()
-
-
-def read(bootstrap: str, topic: str) -> Callable[[Outcome], Awaitable[list[ReadRecord]]]:
-    async def read_(outcome: Outcome) -> list[ReadRecord]:
-        # Tansu's high watermark is wrong: read until one more record than could be
-        # there (every acked and every failed one, +1) or 2 s idle once the acked count
-        # is in, so that a duplicate or a failed record that was written is seen too.
-        return await asyncio.to_thread(
-            read_all_confluent,
-            bootstrap,
-            topic,
-            len(outcome.acked) + len(outcome.failed) + 1,
-            15.0,
-            idle=2.0,
-            at_least=len(outcome.acked),
-        )
-
-    return read_
 
 
 @pytest.mark.parametrize(
@@ -82,7 +63,7 @@ async def test_rebootstraps_when_every_known_broker_is_gone(
             nodes = producer._client.metadata.cluster.nodes
             assert [(n.host, n.port) for n in nodes.values()] == [("127.0.0.1", old.port)]
             assert not outcome.pending and not outcome.failed, outcome.failed
-            check_log(await read(old.bootstrap_servers, topic)(outcome), outcome)
+            check_log(await confluent_reader(old.bootstrap_servers, topic)(outcome), outcome)
 
             old.kill()  # every known broker is gone; a replacement appears elsewhere
             await new.astart()
@@ -99,7 +80,9 @@ async def test_rebootstraps_when_every_known_broker_is_gone(
         except BaseException:
             await producer.stop(5)
             raise
-        await check_fault_outcome(producer, second, read(new.bootstrap_servers, topic), within=20.0)
+        await check_fault_outcome(
+            producer, second, confluent_reader(new.bootstrap_servers, topic), within=20.0
+        )
         nodes = producer._client.metadata.cluster.nodes
         assert [(n.host, n.port) for n in nodes.values()] == [("127.0.0.1", new.port)]
     finally:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from faultproxy import FaultProxy
-from readers import ReadRecord, read_all_confluent
-from test_faults_checks import Outcome, check_fault_outcome, value
+from test_faults_checks import check_fault_outcome, confluent_reader, value
 from txnlog import read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
@@ -35,27 +34,6 @@ async def proxied() -> AsyncIterator[tuple[FaultProxy, str]]:
     finally:
         await proxy.stop()
         await broker.astop()
-
-
-def reader(bootstrap: str, topic: str) -> Callable[[Outcome], Awaitable[list[ReadRecord]]]:
-    """Read ``topic`` back with confluent-kafka, past the acknowledged count."""
-
-    async def read(outcome: Outcome) -> list[ReadRecord]:
-        # The proxy runs on this loop: read from a thread so it keeps pumping. Tansu's
-        # high watermark is wrong: read until one more record than could be there (every
-        # acked and every failed one, +1) or, once the acked count is in, 2 s without a
-        # new one (15 s at most), so that a duplicate or a written "maybe" is seen too.
-        return await asyncio.to_thread(
-            read_all_confluent,
-            bootstrap,
-            topic,
-            len(outcome.acked) + len(outcome.failed) + 1,
-            15.0,
-            idle=2.0,
-            at_least=len(outcome.acked),
-        )
-
-    return read
 
 
 async def until(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -108,7 +86,7 @@ async def test_lost_response_is_retried_without_a_duplicate(
     await asyncio.wait_for(futures[1], timeout=15)
     assert producer.metrics()["record-retry-total"] >= 1
     futures.append(await producer.send(topic, value(2)))
-    outcome = await check_fault_outcome(producer, futures, reader(bootstrap, topic))
+    outcome = await check_fault_outcome(producer, futures, confluent_reader(bootstrap, topic))
     # The broker answered the retry DUPLICATE_SEQUENCE_NUMBER (success); Kafka only
     # reports the original offset if it still has it cached, else -1 (Tansu: -1).
     assert outcome.acked[1].offset in (1, -1)
@@ -134,7 +112,7 @@ async def test_many_in_flight_per_partition_keep_order_across_cuts(
         if i % 500 == 250:
             proxy.cut()  # whatever is in flight now is retried
             await asyncio.sleep(0.05)
-    await check_fault_outcome(producer, futures, reader(bootstrap, topic))
+    await check_fault_outcome(producer, futures, confluent_reader(bootstrap, topic))
 
 
 @pytest.mark.parametrize("fail_partition", [False, True])
@@ -177,7 +155,7 @@ async def test_what_happens_behind_a_failed_record(
     outcome = await check_fault_outcome(
         producer,
         futures,
-        reader(bootstrap, topic),
+        confluent_reader(bootstrap, topic),
         allowed_errors=(KafkaTimeoutError, PartitionAbortedError),
     )
     assert sorted(outcome.acked) == ([0, 3] if fail_partition else [0, 2, 3])
@@ -197,7 +175,7 @@ async def test_delayed_responses_deliver_everything_exactly_once(
     await producer.partitions_for(topic)
     proxy.delay = 0.15
     futures = [await producer.send(topic, value(i), partition=i % 2) for i in range(2000)]
-    outcome = await check_fault_outcome(producer, futures, reader(bootstrap, topic))
+    outcome = await check_fault_outcome(producer, futures, confluent_reader(bootstrap, topic))
     assert len(outcome.acked) == 2000
     assert producer.metrics()["record-retry-total"] == 0
 
@@ -230,7 +208,7 @@ async def test_stall_past_request_timeout_drops_the_connection_and_retries_once(
     assert not any(f.done() for f in futures[200:])
     proxy.resume()
     futures += [await producer.send(topic, value(i), partition=i % 2) for i in range(600, 800)]
-    outcome = await check_fault_outcome(producer, futures, reader(bootstrap, topic))
+    outcome = await check_fault_outcome(producer, futures, confluent_reader(bootstrap, topic))
     assert len(outcome.acked) == 800
     assert proxy.connections > connections, "the stalled connection was not replaced"
     assert producer.metrics()["record-retry-total"] > 0

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from .client import NetworkClient, backoff_delay
+from .client import GROUP, NetworkClient, backoff_delay
 from .cluster import Cluster, Node, PartitionInfo
 from .config import ProducerConfig
 from .errors import (
@@ -40,7 +40,6 @@ __all__ = [
 
 TOPIC_ALREADY_EXISTS = 36
 GROUP_ID_NOT_FOUND = 69
-GROUP_KEY = 0  # FindCoordinator key type of a consumer group
 
 log = logging.getLogger("aiokafka_lite.admin")
 
@@ -293,7 +292,7 @@ async def _fetch_offsets(
 
 async def _group_coordinator(client: NetworkClient, group_id: str) -> int:
     """The node id of ``group_id``'s coordinator (FindCoordinator, key type group)."""
-    coordinator = (await client.find_coordinator(GROUP_KEY, group_id)).node_id
+    coordinator = (await client.find_coordinator(GROUP, group_id)).node_id
     if coordinator not in client.metadata.cluster.nodes:
         node_id = client.least_loaded_node(time.monotonic())
         if node_id is None:

@@ -41,6 +41,10 @@ __all__ = ["NetworkClient"]
 
 log = logging.getLogger("aiokafka_lite.client")
 
+# FindCoordinator key types: a consumer group, or a transactional id.
+GROUP = 0
+TRANSACTION = 1
+
 
 def backoff_delay(base_ms: float, max_ms: float, failures: int) -> float:
     """Exponential backoff with +-20% jitter (as Java's ExponentialBackoff), in seconds."""
@@ -285,8 +289,8 @@ class NetworkClient:
         return response
 
     async def find_coordinator(self, key_type: int, key: str) -> Node:
-        """Ask the least-loaded broker for the coordinator of ``key`` (a group, key type 0,
-        or a transactional id, 1); raises the broker's error, naming ``key``."""
+        """Ask the least-loaded broker for the coordinator of ``key`` (key type ``GROUP`` or
+        ``TRANSACTION``); raises the broker's error, naming ``key``."""
         node_id = self.least_loaded_node(time.monotonic())
         if node_id is None:
             raise KafkaConnectionError(f"no broker is reachable to find the coordinator of {key!r}")
@@ -307,7 +311,7 @@ class NetworkClient:
             code, message = response.error_code, response.error_message
             coordinator = Node(response.node_id, response.host, response.port, None)
         if code:
-            kind = "group" if key_type == 0 else "transactional id"
+            kind = "group" if key_type == GROUP else "transactional id"
             raise error_from_response(
                 code, message=f"FindCoordinator for {kind} {key!r}: {message}"
             )

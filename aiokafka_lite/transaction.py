@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from .accumulator import PartitionQueue, RecordAccumulator
-from .client import NetworkClient, backoff_delay
+from .client import GROUP, TRANSACTION, NetworkClient, backoff_delay
 from .config import ProducerConfig
 from .connection import BrokerConnection
 from .errors import (
@@ -81,9 +81,6 @@ __all__ = ["TransactionManager", "TxnState"]
 log = logging.getLogger("aiokafka_lite.transaction")
 
 T = TypeVar("T")
-
-GROUP = 0  # FindCoordinator key types
-TRANSACTION = 1
 
 OPERATION_NOT_ATTEMPTED = 55
 # Codes after which no later transactional call can succeed (Java's fatal errors).

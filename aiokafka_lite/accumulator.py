@@ -157,6 +157,7 @@ class ProducerBatch(RecordBatchBuilder):
         "done",
         "full",
         "futures",
+        "last_error",
         "maybe_written",
         "memory",
         "queue",
@@ -190,6 +191,8 @@ class ProducerBatch(RecordBatchBuilder):
         # A request carrying it timed out or lost its connection: it may be on
         # the broker already, so re-sending it is only safe with its sequence.
         self.maybe_written = False
+        # Why its last attempt failed (it is being retried): named when it expires.
+        self.last_error: BaseException | None = None
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -299,6 +302,7 @@ class RecordAccumulator:
         self._queues: dict[str, dict[int, PartitionQueue]] = {}
         self._nonempty: dict[PartitionQueue, None] = {}  # insertion-ordered set
         self._incomplete: set[ProducerBatch] = set()
+        self._broken: list[tuple[ProducerBatch, Exception]] = []
         self.limit = buffer_memory
         self.used = 0
         self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
@@ -671,7 +675,13 @@ class RecordAccumulator:
                 continue
             topic, partition = q.tp
             parts = partitions_by_topic.get(topic)
-            leader = parts[partition].leader if parts is not None and partition < len(parts) else -1
+            try:
+                leader = (
+                    parts[partition].leader if parts is not None and partition < len(parts) else -1
+                )
+            except Exception as e:  # a partition no valid record names (not an int)
+                self._break(q, e)
+                continue
             if leader < 0:
                 unknown_leader = True
                 continue
@@ -693,6 +703,22 @@ class RecordAccumulator:
             else:
                 next_delay = min(next_delay, linger - waited)
         return ready, next_delay, unknown_leader, expired
+
+    def _break(self, q: PartitionQueue, error: Exception) -> None:
+        # Its batches can never be sent: the sender fails them (take_broken), and
+        # the other partitions are not held up by them.
+        while q.batches:
+            batch = q.batches.popleft()
+            batch.full = True
+            self._broken.append((batch, error))
+        self._nonempty.pop(q, None)
+
+    def take_broken(self) -> list[tuple[ProducerBatch, Exception]]:
+        """Batches that :meth:`ready` found unsendable, with the reason; the caller fails them."""
+        if not self._broken:
+            return []
+        broken, self._broken = self._broken, []
+        return broken
 
     def _expire(self, q: PartitionQueue, now: float, expired: list[ProducerBatch]) -> None:
         # Only batches still in the queue expire here; one in flight is

@@ -24,6 +24,7 @@ from .errors import (
     CoordinatorNotAvailableError,
     KafkaConnectionError,
     KafkaError,
+    ProtocolError,
     error_from_response,
 )
 from .metadata import Metadata
@@ -40,6 +41,9 @@ from .security import Security
 __all__ = ["NetworkClient"]
 
 log = logging.getLogger("aiokafka_lite.client")
+
+# Repeated connection failures to one node are logged at WARNING at most this often (s).
+WARN_INTERVAL = 30.0
 
 # FindCoordinator key types: a consumer group, or a transactional id.
 GROUP = 0
@@ -70,6 +74,8 @@ class NetworkClient:
         self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
         self._failures: dict[int, int] = {}
         self._retry_at: dict[int, float] = {}
+        self._last_errors: dict[int, KafkaError] = {}  # node -> why its last connect failed
+        self._warned_at: dict[int, float] = {}  # node -> when its failures were last warned of
         self._metadata_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
@@ -128,38 +134,87 @@ class NetworkClient:
         self._track(task)
 
     async def _connect(self, node: Node) -> BrokerConnection:
-        conn = BrokerConnection(
-            node.node_id,
-            node.host,
-            node.port,
-            client_id=self._config.client_id,
-            request_timeout_ms=self._config.request_timeout_ms,
-            on_lost=self._on_lost,
-            security=self._security,
-        )
         try:
-            await conn.open(self._config.socket_connection_setup_timeout_ms / 1000)
-        except KafkaError as e:
-            failures = self._failures.get(node.node_id, 0) + 1
-            self._failures[node.node_id] = failures
-            delay = backoff_delay(
-                self._config.reconnect_backoff_ms, self._config.reconnect_backoff_max_ms, failures
+            conn = BrokerConnection(
+                node.node_id,
+                node.host,
+                node.port,
+                client_id=self._config.client_id,
+                request_timeout_ms=self._config.request_timeout_ms,
+                on_lost=self._on_lost,
+                security=self._security,
             )
-            self._retry_at[node.node_id] = time.monotonic() + delay
-            if isinstance(e, AuthenticationFailedError):
-                log.error("node %s: %s; retrying in %.0f ms", node.node_id, e, delay * 1000)
-                self.auth_error = e
-            else:
-                log.info("node %s: %s; retrying in %.0f ms", node.node_id, e, delay * 1000)
-            raise
+            await conn.open(self._config.socket_connection_setup_timeout_ms / 1000)
+        except Exception as e:
+            # Whatever went wrong, it is a failed attempt: counted, backed off
+            # and remembered (records that expire meanwhile say why).
+            error = (
+                e
+                if isinstance(e, KafkaError)
+                else KafkaConnectionError(
+                    f"cannot connect to node {node.node_id} at {node.host}:{node.port}: "
+                    f"{type(e).__name__}: {e}"
+                )
+            )
+            self._connect_failed(node, error)
+            if error is e:
+                raise
+            raise error from e
         finally:
             self._connecting.pop(node.node_id, None)
             self._wakeup()
-        self._failures.pop(node.node_id, None)
+        failures = self._failures.pop(node.node_id, None)
         self._retry_at.pop(node.node_id, None)
+        self._last_errors.pop(node.node_id, None)
+        self._warned_at.pop(node.node_id, None)
         self._conns[node.node_id] = conn
-        log.debug("connected to node %s at %s:%s", node.node_id, node.host, node.port)
+        if failures:
+            log.info(
+                "connected to node %s at %s:%s after %d failed attempt(s)",
+                node.node_id,
+                node.host,
+                node.port,
+                failures,
+            )
+        else:
+            log.debug("connected to node %s at %s:%s", node.node_id, node.host, node.port)
         return conn
+
+    def _connect_failed(self, node: Node, error: KafkaError) -> None:
+        node_id = node.node_id
+        failures = self._failures.get(node_id, 0) + 1
+        self._failures[node_id] = failures
+        delay = backoff_delay(
+            self._config.reconnect_backoff_ms, self._config.reconnect_backoff_max_ms, failures
+        )
+        now = time.monotonic()
+        self._retry_at[node_id] = now + delay
+        self._last_errors[node_id] = error
+        if isinstance(error, AuthenticationFailedError):
+            log.error("node %s: %s; retrying in %.0f ms", node_id, error, delay * 1000)
+            self.auth_error = error
+            return
+        warned = self._warned_at.get(node_id)
+        if failures > 1 and (warned is None or now - warned >= WARN_INTERVAL):
+            # A node that stays unreachable is worth a WARNING, but not one per
+            # attempt: at most one per WARN_INTERVAL per node.
+            self._warned_at[node_id] = now
+            log.warning(
+                "node %s (%s:%s): %d connection attempts failed in a row; last: %s; "
+                "retrying in %.0f ms",
+                node_id,
+                node.host,
+                node.port,
+                failures,
+                error,
+                delay * 1000,
+            )
+        else:
+            log.info("node %s: %s; retrying in %.0f ms", node_id, error, delay * 1000)
+
+    def connection_error(self, node_id: int) -> KafkaError | None:
+        """Why the last attempt to connect to ``node_id`` failed (None once connected)."""
+        return self._last_errors.get(node_id)
 
     def _on_lost(self, conn: BrokerConnection) -> None:
         if self._conns.get(conn.node_id) is conn:
@@ -275,6 +330,11 @@ class NetworkClient:
         except KafkaError as e:
             log.info("metadata refresh from node %s failed: %s", node_id, e)
             self.metadata.failed_update(e)
+        except Exception as e:  # an answer we could not make sense of: retried after backoff
+            log.warning("metadata refresh from node %s failed", node_id, exc_info=True)
+            error = ProtocolError(f"metadata refresh from node {node_id} failed: {e!r}")
+            error.__cause__ = e
+            self.metadata.failed_update(error)
         finally:
             self._metadata_task = None
             self._wakeup()

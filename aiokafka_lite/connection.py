@@ -27,6 +27,7 @@ from .errors import (
     AuthenticationFailedError,
     IncompatibleBrokerVersion,
     KafkaConnectionError,
+    KafkaError,
     KafkaTimeoutError,
     ProtocolError,
     UnsupportedVersionError,
@@ -153,13 +154,21 @@ class BrokerConnection(asyncio.Protocol):
                 f"connecting to node {self.node_id} at {self.host}:{self.port} timed out "
                 f"after {timeout:.1f}s{tls_hint}"
             ) from None
-        except OSError as e:
-            self.close(KafkaConnectionError(str(e)))
-            raise KafkaConnectionError(
-                f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {e}"
-            ) from None
-        except BaseException as e:
-            self.close(e if isinstance(e, Exception) else KafkaConnectionError("cancelled"))
+        except KafkaError as e:  # the broker's answers (ApiVersions, SASL) said no
+            self.close(e)
+            raise
+        except Exception as e:
+            # Not only OSError (refused, unreachable, gaierror, SSLError): a port
+            # past 65535 raises OverflowError, a NUL in the host ValueError, a
+            # host IDNA cannot encode UnicodeError. Each is a failed attempt.
+            cause = str(e) if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
+            error = KafkaConnectionError(
+                f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {cause}"
+            )
+            self.close(error)
+            raise error from e
+        except BaseException:
+            self.close(KafkaConnectionError("cancelled"))
             raise
 
     async def _connect_transport(self) -> None:

@@ -33,6 +33,7 @@ Hierarchy::
         ├── SerializationError              a key or value serializer failed
         ├── TransactionAbortedError         not sent: its transaction was aborted
         ├── IncompatibleBrokerVersionError  the broker speaks none of our versions of an API
+        ├── RequestEncodingError            a batch or request could not be put on the wire
         └── ConfigError (also ValueError)   a bad producer setting; the message names it
             └── UnsupportedCodecError       compression codec library not installed
 
@@ -214,6 +215,7 @@ __all__ = [
     "RecordListTooLargeError",
     "RecordTooLargeError",
     "ReplicaNotAvailableError",
+    "RequestEncodingError",
     "RequestTimedOutError",
     "ResourceNotFoundError",
     "SaslAuthenticationFailed",
@@ -392,6 +394,16 @@ class SerializationError(KafkaError):
 
 class IncompatibleBrokerVersionError(KafkaError):
     """The broker supports none of the versions of an API that this client speaks."""
+
+
+class RequestEncodingError(KafkaError):
+    """A record batch or request could not be put on the wire.
+
+    A value does not fit its protocol field (a timestamp beyond int64, a number past
+    int32), or building the request failed in another way. The message names the
+    partition and the cause; the original exception is the ``__cause__``. Not
+    retriable: the same bytes would fail the same way again.
+    """
 
 
 class AuthenticationFailedError(KafkaError):

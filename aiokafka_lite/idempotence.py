@@ -56,6 +56,14 @@ class IdempotenceState:
         self._next_sequence[tp] = (seq + count) % _SEQUENCE_WRAP
         return seq
 
+    def release_sequence(self, tp: TopicPartition, base_sequence: int, count: int) -> bool:
+        """Give back the numbers of a batch that was never sent, if it was the last
+        one numbered for ``tp`` (so no gap is left); True if given back."""
+        if self._next_sequence.get(tp) != (base_sequence + count) % _SEQUENCE_WRAP:
+            return False
+        self._next_sequence[tp] = base_sequence
+        return True
+
     def acknowledged(self, tp: TopicPartition, base_sequence: int, count: int) -> None:
         last = (base_sequence + count - 1) % _SEQUENCE_WRAP
         previous = self._last_acked.get(tp)

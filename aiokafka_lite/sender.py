@@ -38,6 +38,7 @@ from .errors import (
     PartitionAbortedError,
     ProducerClosedError,
     ProtocolError,
+    RequestEncodingError,
     UnsupportedCompressionTypeError,
     error_from_response,
 )
@@ -59,6 +60,10 @@ __all__ = ["Sender"]
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 UNKNOWN_PRODUCER_ID = 59
+
+# The sender loop's backoff after a failed iteration starts at least here, so that
+# retry_backoff_ms=0 cannot turn a failure that repeats into a busy loop.
+_MIN_LOOP_BACKOFF_MS = 10
 
 log = logging.getLogger("aiokafka_lite.sender")
 
@@ -158,12 +163,23 @@ class Sender:
     # -- the loop ------------------------------------------------------------------
 
     async def _run(self) -> None:
+        failures = 0
         while self._running:
             try:
                 delay = self._run_once(time.monotonic())
+                failures = 0
             except Exception:  # never let one bad iteration kill delivery
-                log.exception("sender iteration failed")
-                delay = self._config.retry_backoff_ms / 1000
+                failures += 1
+                # Backed off (growing, never zero), so a failure that repeats
+                # cannot make the loop spin; logged with its traceback on the
+                # 1st, 2nd, 4th, 8th ... time in a row, not on every pass.
+                if failures & (failures - 1) == 0:
+                    log.exception("sender iteration failed (%d time(s) in a row)", failures)
+                delay = backoff_delay(
+                    max(self._config.retry_backoff_ms, _MIN_LOOP_BACKOFF_MS),
+                    max(self._config.retry_backoff_max_ms, 1000),
+                    failures,
+                )
             if delay > 0:
                 await self._sleep(delay)
             else:
@@ -186,6 +202,8 @@ class Sender:
         )
         for batch in expired:
             self._expire(batch, now)
+        for batch, error in self._acc.take_broken():
+            self._fail_unsendable(batch, error, queued=True)
         if unknown_leader:
             self._metadata.request_update()
         if self._txn is not None:  # a partition is drained once it is in the transaction
@@ -213,7 +231,15 @@ class Sender:
     # -- produce requests -------------------------------------------------------------
 
     def _send(self, conn: BrokerConnection, batches: list[ProducerBatch], now: float) -> None:
-        version = conn.version_for(ProduceRequest)
+        # From here on each batch is in flight until it is answered, put back in
+        # its queue or failed: whatever raises below fails exactly the batches it
+        # concerns, and nothing escapes to the loop.
+        self._in_flight.update(batches)
+        try:
+            version = conn.version_for(ProduceRequest)
+        except Exception as e:  # a broker too old (or too odd) for any Produce we speak
+            self._fail_request(conn.node_id, batches, e, now)
+            return
         if version < 7 and self._config.compression_type == "zstd":
             self._refuse_zstd(conn.node_id, version, batches)
             return
@@ -222,28 +248,81 @@ class Sender:
         for batch in batches:
             topic, partition = batch.queue.tp
             self._metadata.touch(topic, now)
-            records = self._close(batch, now)
+            try:
+                records = self._close(batch, now)
+            except Exception as e:  # this batch only: the others go out without it
+                self._fail_unsendable(batch, e)
+                continue
             by_topic.setdefault(topic, []).append(PartitionProduceData(partition, records))
             by_tp[batch.queue.tp] = batch
-            self._in_flight.add(batch)
-        request = ProduceRequest(
-            transactional_id=self._config.transactional_id,
-            acks=self._acks,
-            timeout_ms=self._config.request_timeout_ms,
-            topic_data=[TopicProduceData(t, parts) for t, parts in by_topic.items()],
-        )
-        try:
-            fut = conn.send(request, version, expect_response=self._acks != 0)
-        except KafkaError as e:
-            for batch in batches:
-                self._retry_or_fail(batch, e, now)
+        if not by_tp:
             return
-        record_count = sum(b.count for b in batches)
+        sending = list(by_tp.values())
+        try:
+            request = ProduceRequest(
+                transactional_id=self._config.transactional_id,
+                acks=self._acks,
+                timeout_ms=self._config.request_timeout_ms,
+                topic_data=[TopicProduceData(t, parts) for t, parts in by_topic.items()],
+            )
+            fut = conn.send(request, version, expect_response=self._acks != 0)
+        except Exception as e:  # the connection closed meanwhile, or encoding failed
+            self._fail_request(conn.node_id, sending, e, now)
+            return
+        record_count = sum(b.count for b in sending)
         self.requests_sent += 1
-        self.batches_sent += len(batches)
+        self.batches_sent += len(sending)
         self.records_sent += record_count
         self.metrics.request_sent(record_count, now)
         fut.add_done_callback(partial(self._on_response, by_tp, conn.node_id, now))
+
+    def _fail_request(
+        self, node_id: int, batches: list[ProducerBatch], cause: Exception, now: float
+    ) -> None:
+        """A request could not be sent: retry its batches if ``cause`` says that may
+        help (the connection closed meanwhile), else fail them, naming the cause."""
+        if isinstance(cause, KafkaError) and cause.retriable:
+            for batch in batches:
+                self._retry_or_fail(batch, cause, now)
+            return
+        parts = ", ".join(f"{b.queue.tp.topic}[{b.queue.tp.partition}]" for b in batches)
+        log.error(
+            "cannot send a Produce request to node %s (%s): %s: %s",
+            node_id,
+            parts,
+            type(cause).__name__,
+            cause,
+        )
+        for batch in batches:
+            self._finish(batch, error=_unsendable_error(batch, cause))
+
+    def _fail_unsendable(
+        self, batch: ProducerBatch, cause: Exception, queued: bool = False
+    ) -> None:
+        """Fail one batch that cannot be put on the wire (logged once, with the cause)."""
+        topic, partition = batch.queue.tp
+        log.error(
+            "cannot send %d record(s) for %s[%s]: %s: %s",
+            batch.count,
+            topic,
+            partition,
+            type(cause).__name__,
+            cause,
+        )
+        # Numbered for this send but never sent: give the numbers back, so the
+        # partition's sequence has no gap (that would need a new epoch).
+        if (
+            self._idem is not None
+            and batch.attempts == 0
+            and batch.base_sequence >= 0
+            and self._idem.release_sequence(batch.queue.tp, batch.base_sequence, batch.count)
+        ):
+            batch.base_sequence = -1
+        error = _unsendable_error(batch, cause)
+        if queued:
+            self._fail_queued(batch, error)
+        else:
+            self._finish(batch, error=error)
 
     def _close(self, batch: ProducerBatch, now: float) -> bytearray:
         """The batch's bytes for this attempt: its header stamped (with producer id,
@@ -270,7 +349,6 @@ class Sender:
     def _refuse_zstd(self, node_id: int, version: int, batches: list[ProducerBatch]) -> None:
         # zstd batches need Produce v7 (Kafka 2.1); older brokers cannot take them.
         for batch in batches:
-            self._in_flight.add(batch)
             self._finish(
                 batch,
                 error=UnsupportedCompressionTypeError(
@@ -281,6 +359,44 @@ class Sender:
             )
 
     def _on_response(
+        self,
+        batches: dict[tuple[str, int], ProducerBatch],
+        node_id: int,
+        sent_at: float,
+        fut: asyncio.Future[ProduceResponse | None],
+    ) -> None:
+        sent = list(batches.values())  # _handle_response pops from the dict
+        try:
+            self._handle_outcome(batches, node_id, sent_at, fut)
+        except Exception as e:
+            # A done callback's exception would only be logged by asyncio, and the
+            # batches not yet handled would stay in flight for ever: retry them
+            # (or fail them, past their retries), as for an answer that did not parse.
+            log.exception("node %s: handling a Produce answer failed", node_id)
+            error = ProtocolError(f"cannot handle the Produce answer of node {node_id}: {e!r}")
+            error.__cause__ = e
+            now = time.monotonic()
+            for batch in sent:
+                if batch in self._in_flight:
+                    batch.maybe_written = True
+                    self._settle_safely(batch, error, now)
+        finally:
+            self.wakeup()
+
+    def _settle_safely(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+        """Retry or fail ``batch``; if even that raises, fail its records directly."""
+        try:
+            self._retry_or_fail(batch, error, now)
+        except Exception:
+            log.exception("failing %r directly", batch)
+            if batch in self._in_flight:
+                self._in_flight.discard(batch)
+                self._acc.in_flight_done(batch)
+            self._acc.discard_queued(batch)
+            batch.fail(_attach_tp(error, batch))
+            self._acc.deallocate(batch)
+
+    def _handle_outcome(
         self,
         batches: dict[tuple[str, int], ProducerBatch],
         node_id: int,
@@ -308,7 +424,6 @@ class Sender:
                     self._finish(batch, base_offset=-1)
             else:
                 self._handle_response(batches, response, node_id, now)
-        self.wakeup()
 
     def _handle_response(
         self,
@@ -322,14 +437,13 @@ class Sender:
         endpoints = {
             e.node_id: Node(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints
         }
+        unasked: list[str] = []
         for topic_response in response.responses:
             topic = topic_response.name
             for p in topic_response.partition_responses:
                 batch = batches.pop((topic, p.index), None)
                 if batch is None:
-                    log.warning(
-                        "node %s answered for %s[%s], which was not sent", node_id, topic, p.index
-                    )
+                    unasked.append(f"{topic}[{p.index}]")
                     continue
                 if p.error_code == 0 or (
                     p.error_code == DUPLICATE_SEQUENCE_NUMBER and self._idem is not None
@@ -343,6 +457,13 @@ class Sender:
                     )
                 else:
                     self._handle_partition_error(batch, p, endpoints, now)
+        if unasked:  # one line per answer, however many it names
+            log.warning(
+                "node %s answered for %d partition(s) not in the request (or twice): %s",
+                node_id,
+                len(unasked),
+                ", ".join(unasked[:5]) + (" ..." if len(unasked) > 5 else ""),
+            )
         for batch in batches.values():  # the broker left these out of its answer
             self._retry_or_fail(
                 batch, ProtocolError(f"node {node_id} sent no result for {batch.queue.tp}"), now
@@ -539,6 +660,7 @@ class Sender:
             self._finish(batch, error=_aborted_error(batch, aborted))
         elif self._can_retry(batch, now):
             log.debug("retrying %r after %s", batch, error)
+            batch.last_error = error
             self._in_flight.discard(batch)
             self.records_retried += batch.count
             self.metrics.retried(batch.count, now)
@@ -561,12 +683,31 @@ class Sender:
 
     def _expire(self, batch: ProducerBatch, now: float) -> None:
         topic, partition = batch.queue.tp
+        cause = self._why_not_sent(batch)
         error = KafkaTimeoutError(
             f"{batch.count} record(s) for {topic}[{partition}] expired: "
             f"{(now - batch.created) * 1000:.0f} ms since the batch was created is past "
             f"delivery_timeout_ms ({self._config.delivery_timeout_ms})"
+            + ("" if cause is None else f"; last error: {cause}")
         )
+        error.__cause__ = cause
         self._fail_queued(batch, error)
+
+    def _why_not_sent(self, batch: ProducerBatch) -> BaseException | None:
+        """What kept a batch from delivery: its leader cannot be connected to, its last
+        attempt failed, or (leader unknown) the metadata refresh failed."""
+        topic, partition = batch.queue.tp
+        parts = self._metadata.partitions_by_topic.get(topic)
+        leader = -1
+        if parts is not None and type(partition) is int and 0 <= partition < len(parts):
+            leader = parts[partition].leader
+        if leader >= 0:
+            cause = self._client.connection_error(leader)
+            if cause is not None:
+                return cause
+        if batch.last_error is not None:
+            return batch.last_error
+        return self._metadata.last_error if leader < 0 else None
 
     def _fail_queued(self, batch: ProducerBatch, error: KafkaError) -> None:
         """Fail a batch that is not in flight (expired, or unsafe under a new epoch)."""
@@ -624,6 +765,19 @@ def _aborted_error(batch: ProducerBatch, cause: BaseException) -> PartitionAbort
     error = PartitionAbortedError(
         f"{batch.count} record(s) for {topic}[{partition}] not sent: an earlier record of "
         f"the partition failed ({cause})"
+    )
+    error.__cause__ = cause
+    return error
+
+
+def _unsendable_error(batch: ProducerBatch, cause: Exception) -> KafkaError:
+    """The named error for a batch that could not be put on the wire."""
+    if isinstance(cause, KafkaError):
+        return _attach_tp(cause, batch)
+    topic, partition = batch.queue.tp
+    error = RequestEncodingError(
+        f"{batch.count} record(s) for {topic}[{partition}] could not be sent: "
+        f"{type(cause).__name__}: {cause}"
     )
     error.__cause__ = cause
     return error

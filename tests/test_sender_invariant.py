@@ -1,0 +1,193 @@
+"""The sender's invariant: a batch taken from the accumulator is always in exactly one place.
+
+In flight, back in its queue, or failed with a named error: whatever is raised while
+the request is built, encoded or sent, or while its answer is handled, fails exactly
+the batches involved (logged once, with the cause), and the sender goes on with the
+rest. Every scenario runs against a scripted broker (tests/scripted_cluster.py, whose
+log is parsed by kafka-python's reader) and ends with the shared invariants
+(tests/invariants.py): no future pending after stop(), no task left, named errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import msgspec
+import pytest
+from invariants import Watch
+from scripted_broker import DEFAULT_API_VERSIONS, ReceivedRequest, answer
+from scripted_cluster import INIT_PRODUCER_ID, PRODUCE, LogCluster
+
+from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite.errors import (
+    IncompatibleBrokerVersionError,
+    KafkaTimeoutError,
+    ProtocolError,
+    RequestEncodingError,
+)
+from aiokafka_lite.protocol.messages import (
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from aiokafka_lite.records import RECORD_OVERHEAD
+
+STEP = 10.0  # far below delivery_timeout_ms (120 s): resolving by expiry would fail the test
+
+
+async def settled(futures: list[asyncio.Future[Any]]) -> None:
+    """Wait (bounded) until every future is done; fail the test otherwise."""
+    _, pending = await asyncio.wait(futures, timeout=STEP)
+    assert not pending, f"{len(pending)} of {len(futures)} futures unresolved after {STEP} s"
+
+
+def producer_for(address: str, **config: Any) -> AIOKafkaProducer[Any, Any]:
+    config.setdefault("request_timeout_ms", 3000)
+    return AIOKafkaProducer(bootstrap_servers=address, **config)
+
+
+async def test_a_broker_speaking_only_produce_v0_to_v2_fails_the_records_at_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Produce v3 (record batch v2) is the oldest we speak: every record fails, named,
+    and the sender keeps running (a later record fails the same way)."""
+    cluster = LogCluster()
+    versions = dict(DEFAULT_API_VERSIONS)
+    versions[PRODUCE] = (0, 2)
+    watch = Watch.begin()
+    async with cluster.running(api_versions=versions) as broker:
+        producer = producer_for(broker.address)
+        await producer.start()
+        futures = [await producer.send("t", b"%d" % i, partition=i % 2) for i in range(4)]
+        await settled(futures)
+        later = await producer.send("t", b"later", partition=3)
+        await settled([later])
+        futures.append(later)
+        errors = await watch.stop_and_check(producer, futures, stop_timeout=2)
+    assert len(errors) == 5
+    for e in errors:
+        assert isinstance(e, IncompatibleBrokerVersionError)
+        assert "v0-v2" in str(e) and "t[" in str(e)
+    assert not cluster.log
+    failures = [r for r in caplog.records if "IncompatibleBrokerVersion" in r.getMessage()]
+    assert 1 <= len(failures) <= 4, [r.getMessage() for r in failures]
+
+
+async def test_a_batch_whose_close_raises_fails_alone_and_the_rest_is_delivered() -> None:
+    """A record whose timestamp cannot be packed (int64) reaches the accumulator.
+
+    send() is meant to refuse such a timestamp at the call; to test the sender's own
+    invariant regardless, the record is appended to the accumulator directly (the
+    path send() takes once its checks passed), so the failure comes from the real
+    batch close (struct.error), not from a mock.
+    """
+    cluster = LogCluster()
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = producer_for(broker.address, linger_ms=50)
+        await producer.start()
+        good = [await producer.send("t", b"%d" % i, partition=i % 3) for i in range(12)]
+        acc = producer._acc
+        bad = acc.append("t", 3, 2**63, None, b"bad", None, RECORD_OVERHEAD + 3)
+        assert bad is not None
+        good += [await producer.send("t", b"%d" % i, partition=i % 3) for i in range(12, 16)]
+        await settled([*good, bad])
+        # The partition the bad batch was on keeps working.
+        after = await producer.send("t", b"after", partition=3)
+        await settled([after])
+        errors = await watch.stop_and_check(producer, [*good, bad, after], stop_timeout=2)
+    assert len(errors) == 1
+    (error,) = errors
+    assert isinstance(error, RequestEncodingError)
+    assert "t[3]" in str(error) and isinstance(error.__cause__, Exception)
+    assert [f.result().offset for f in good] == [i // 3 for i in range(16)]
+    values = {r.value for r in cluster.records()}
+    assert values == {b"%d" % i for i in range(16)} | {b"after"}
+    # The failed batch gave its sequence numbers back: no gap, so no new epoch.
+    assert cluster.counts[INIT_PRODUCER_ID] == 1
+
+
+async def test_a_request_whose_encoding_raises_fails_its_batches_and_the_loop_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """request_timeout_ms past int32 cannot be encoded into Produce's timeout_ms.
+
+    The config refuses such a value; it is forced into the started producer's config
+    (msgspec's force_setattr skips validation) so that the real encoder raises.
+    """
+    cluster = LogCluster()
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = producer_for(broker.address)
+        await producer.start()
+        msgspec.structs.force_setattr(producer._sender._config, "request_timeout_ms", 2**31)
+        futures = [await producer.send("t", b"%d" % i, partition=i % 4) for i in range(8)]
+        await settled(futures)
+        errors = await watch.stop_and_check(producer, futures, stop_timeout=2)
+    assert len(errors) == 8
+    for e in errors:
+        assert isinstance(e, RequestEncodingError)
+        assert "timeout" in str(e) or "format" in str(e), str(e)
+    assert not cluster.log
+    logged = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert logged, "the failure was not logged"
+
+
+def _mangled_produce_answer(case: str) -> Any:
+    def hook(req: ReceivedRequest, healthy: bytes | None) -> Any:
+        produce = req.decode()
+        topics = []
+        for t in produce.topic_data:
+            results = []
+            for pd in t.partition_data:
+                if case == "unasked-partitions":
+                    results.append(PartitionProduceResponse(pd.index + 100, 0, 0))
+                elif case == "answered-twice":
+                    results += [PartitionProduceResponse(pd.index, 0, 5)] * 2
+                else:  # NOT_LEADER_OR_FOLLOWER: the sender asks for new metadata
+                    results.append(PartitionProduceResponse(pd.index, error_code=6))
+            topics.append(TopicProduceResponse(t.name, results))
+        return answer(req, ProduceResponse(responses=topics))
+
+    return hook
+
+
+@pytest.mark.parametrize("case", ["unasked-partitions", "answered-twice", "handling-raises"])
+async def test_a_hostile_produce_answer_leaves_no_batch_unresolved(case: str) -> None:
+    """Answers that decode but do not fit the request: only partitions we never sent
+    (ours come back as "no result", retried until delivery_timeout_ms), a partition
+    answered twice (the first counts), and an answer whose handling raises.
+
+    For the last one the metadata update that a NOT_LEADER answer triggers is replaced
+    by one that raises (a mock): no answer the real code handles is known to raise,
+    and this is the stand-in for the bug that one day will.
+    """
+    cluster = LogCluster(hooks={PRODUCE: _mangled_produce_answer(case)})
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = producer_for(
+            broker.address, delivery_timeout_ms=3000, request_timeout_ms=1000, linger_ms=0
+        )
+        await producer.start()
+        await producer.partitions_for("t")
+        if case == "handling-raises":
+
+            def boom(*args: Any) -> Any:
+                raise RuntimeError("leader update failed")
+
+            producer._metadata.move_leader = boom  # type: ignore[method-assign]
+            producer._metadata.request_update = boom  # type: ignore[method-assign]
+        futures = [await producer.send("t", b"%d" % i, partition=i % 4) for i in range(8)]
+        await settled(futures)
+        errors = await watch.stop_and_check(producer, futures, stop_timeout=2)
+    if case == "answered-twice":
+        assert not errors
+        assert all(f.result().offset >= 5 for f in futures)  # the first answer counts
+        return
+    assert len(errors) == 8
+    for e in errors:
+        assert isinstance(e, ProtocolError | KafkaTimeoutError), repr(e)
+    if case == "handling-raises":
+        assert any("leader update failed" in str(e) for e in errors), errors

@@ -20,6 +20,8 @@ log = logging.getLogger("aiokafka_lite.metadata")
 
 __all__ = ["Metadata"]
 
+INVALID_TOPIC_EXCEPTION = 17
+
 
 class Metadata:
     def __init__(
@@ -88,6 +90,11 @@ class Metadata:
         log.debug("metadata version %s: %r", self.version, cluster)
         self.last_success = now
         self.last_error = None
+        for topic, code in cluster.topic_errors.items():
+            if code == INVALID_TOPIC_EXCEPTION and self._topics.pop(topic, None) is not None:
+                # The name itself is refused: no later answer will differ, so stop
+                # asking (the send that wanted it fails on this answer's error).
+                log.info("topic %r is not a valid topic name: no longer asked about", topic)
         # Topics we asked for that came back without partitions (not created
         # yet, leader election in progress) need another look soon.
         self.need_update = any(t not in cluster.partitions_by_topic for t in self._topics)

@@ -636,11 +636,15 @@ class AIOKafkaProducer(Generic[K, V]):
                 raise error_from_response(code, topic=topic)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                # Say why: the topic's error, else why the last refresh failed.
+                cause = metadata.last_error
                 detail = f" (last error: {error_from_response(code).name})" if code else ""
+                if not detail and cause is not None:
+                    detail = f" (last metadata error: {cause})"
                 raise KafkaTimeoutError(
                     f"topic {topic!r} not present in metadata after "
                     f"{self._config.max_block_ms} ms (max_block_ms){detail}"
-                )
+                ) from cause
             version = metadata.request_update()
             self._wakeup()
             try:

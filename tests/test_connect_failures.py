@@ -1,0 +1,246 @@
+"""Any failure to connect is a failed attempt: counted, backed off, and named.
+
+Not only ``OSError``: a port past 65535 (``OverflowError``), a NUL in a host name
+(``ValueError``), a name that does not resolve (``gaierror``), a TLS handshake with
+something that is not TLS (``ssl.SSLError``). Each must count as a failed attempt with
+the reconnect backoff, and be reported with the node, its address and the cause; a
+record that cannot be delivered because of it says so when it expires; repeated
+failures to one node are logged at WARNING, but not on every attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import socket
+import ssl
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from conftest import TopicFactory
+from invariants import Watch, assert_bounded_attempts
+from scripted_cluster import METADATA, LogCluster
+
+from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite.client import NetworkClient
+from aiokafka_lite.cluster import Cluster, Node
+from aiokafka_lite.config import ProducerConfig
+from aiokafka_lite.embedded import EmbeddedBroker
+from aiokafka_lite.errors import (
+    InvalidTopicError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+)
+
+STEP = 10.0
+BACKOFF_MS, BACKOFF_MAX_MS = 50, 1000
+
+
+def max_attempts(
+    elapsed: float, base_ms: float = BACKOFF_MS, cap_ms: float = BACKOFF_MAX_MS
+) -> int:
+    """The most attempts the reconnect backoff allows in ``elapsed`` seconds: each wait
+    is at least 80% (the jitter's floor) of min(base * 2**(n-1), cap)."""
+    attempts, t = 1, 0.0
+    while True:
+        t += 0.8 * min(base_ms * 2 ** (attempts - 1), cap_ms) / 1000
+        if t > elapsed:
+            return attempts
+        attempts += 1
+
+
+def connect_failures(caplog: pytest.LogCaptureFixture, node: int) -> list[logging.LogRecord]:
+    return [
+        r
+        for r in caplog.records
+        if r.name == "aiokafka_lite.client"
+        and r.levelno >= logging.INFO
+        and f"node {node}" in r.getMessage()
+        and ("cannot connect" in r.getMessage() or "attempts failed" in r.getMessage())
+    ]
+
+
+@pytest.fixture
+async def garbage_server() -> AsyncIterator[tuple[str, int]]:
+    """A listener that answers anything with bytes that are not TLS."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.0 400 Bad Request\r\n\r\n" * 4)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield "127.0.0.1", server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def _refused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("where", "cause"),
+    [
+        ("port-70000", "OverflowError"),
+        ("nul-in-host", "ValueError"),
+        ("unresolvable", "Name or service not known|not known|nodename"),
+        ("refused", "refused|Connect call failed"),
+        ("tls-to-garbage", "SSL|WRONG_VERSION|record layer"),
+    ],
+)
+async def test_every_kind_of_connect_failure_is_a_backed_off_named_attempt(
+    where: str, cause: str, garbage_server: tuple[str, int]
+) -> None:
+    host, port = {
+        "port-70000": ("127.0.0.1", 70000),
+        "nul-in-host": ("bad\x00host", 9092),
+        "unresolvable": ("no-such-host.invalid", 9092),
+        "refused": ("127.0.0.1", _refused_port()),
+        "tls-to-garbage": garbage_server,
+    }[where]
+    extra: dict[str, Any] = {}
+    if where == "tls-to-garbage":
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        extra = {"security_protocol": "SSL", "ssl_context": context}
+    config = ProducerConfig.from_kwargs(
+        bootstrap_servers="127.0.0.1:9",
+        reconnect_backoff_ms=BACKOFF_MS,
+        reconnect_backoff_max_ms=BACKOFF_MAX_MS,
+        **extra,
+    )
+    woken = asyncio.Event()
+    client = NetworkClient(config, wakeup=woken.set)
+    client.metadata.update(Cluster([Node(7, host, port)]), time.monotonic())
+    watch = Watch.begin()
+    try:
+        with pytest.raises(KafkaConnectionError) as info:
+            async with asyncio.timeout(STEP):
+                await client.connect(7)
+        text = str(info.value)
+        assert "node 7" in text and f"{host}:{port}" in text, text
+        assert re.search(cause, text), text
+        assert info.value.__cause__ is not None
+        assert client.connection_error(7) is info.value
+        # The sender asks ready() on every pass: attempts are limited by the backoff.
+        started = time.monotonic()
+        while (elapsed := time.monotonic() - started) < 1.0:
+            client.ready(7, time.monotonic())
+            await asyncio.sleep(0.002)
+        attempts = client._failures[7]
+        assert_bounded_attempts(attempts, max_attempts(elapsed) + 1)
+        assert attempts >= 2  # and it does keep trying
+    finally:
+        await client.close()
+    watch.check()
+
+
+async def test_a_leader_at_port_70000_is_retried_with_backoff_and_the_record_says_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Metadata names the partition's leader at port 70000. Connecting raises
+    OverflowError: bounded attempts with the reconnect backoff, and the record's
+    error names the node, the address and the cause (not "topic not in metadata")."""
+    caplog.set_level(logging.INFO, logger="aiokafka_lite")
+    cluster = LogCluster(leader=("127.0.0.1", 70000))
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address,
+            request_timeout_ms=1000,
+            delivery_timeout_ms=3000,
+            reconnect_backoff_ms=BACKOFF_MS,
+            reconnect_backoff_max_ms=BACKOFF_MAX_MS,
+        )
+        started = time.monotonic()
+        await producer.start()
+        fut = await producer.send("t", b"x", partition=0)
+        with pytest.raises(KafkaTimeoutError) as info:
+            async with asyncio.timeout(STEP):
+                await fut
+        elapsed = time.monotonic() - started
+        await watch.stop_and_check(producer, [fut], stop_timeout=2)
+    text = str(info.value)
+    assert "t[0]" in text and "node 1" in text and "127.0.0.1:70000" in text, text
+    assert "OverflowError" in text and "65535" in text, text
+    assert isinstance(info.value.__cause__, KafkaConnectionError)
+    attempts = connect_failures(caplog, 1)
+    assert attempts, "no failed attempt was logged"
+    # Two ways in: the sender (for the partition) and the metadata refresh share
+    # node 1's backoff, so the bound is the backoff's over the whole run.
+    assert_bounded_attempts(len(attempts), max_attempts(elapsed) + 2)
+    warnings = [r for r in attempts if r.levelno == logging.WARNING]
+    assert 1 <= len(warnings) <= 1 + int(elapsed / 30), [r.getMessage() for r in warnings]
+
+
+async def test_broker_killed_during_send_and_wait_the_timeout_carries_the_connection_error(
+    fresh_broker: EmbeddedBroker, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1, bootstrap=fresh_broker.bootstrap_servers)
+    watch = Watch.begin()
+    producer = AIOKafkaProducer(
+        bootstrap_servers=fresh_broker.bootstrap_servers,
+        request_timeout_ms=1000,
+        delivery_timeout_ms=3000,
+    )
+    await producer.start()
+    await producer.send_and_wait(topic, b"before")
+    fresh_broker.kill()
+    with pytest.raises(KafkaError) as info:
+        async with asyncio.timeout(STEP):
+            await producer.send_and_wait(topic, b"after")
+    await watch.stop_and_check(producer, stop_timeout=2)
+    error = info.value
+    connection_error = error if isinstance(error, KafkaConnectionError) else error.__cause__
+    assert isinstance(connection_error, KafkaConnectionError), repr(error)
+    assert str(connection_error) in str(error)
+    assert f"{fresh_broker.port}" in str(error), str(error)
+
+
+async def test_metadata_that_cannot_be_fetched_says_why_when_send_gives_up() -> None:
+    """The only broker went away: a send to a topic not known yet gives up after
+    max_block_ms, and its error names the connection failure, not only the topic."""
+    cluster = LogCluster()
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.address, max_block_ms=1500)
+        await producer.start()
+    # The scripted broker is stopped: its port refuses connections from now on.
+    with pytest.raises(KafkaTimeoutError) as info:
+        async with asyncio.timeout(STEP):
+            await producer.send("t", b"x")
+    await watch.stop_and_check(producer, stop_timeout=2)
+    text = str(info.value)
+    assert "not present in metadata" in text and "node" in text, text
+    assert isinstance(info.value.__cause__, KafkaConnectionError), repr(info.value.__cause__)
+
+
+async def test_a_refused_topic_name_leaves_the_metadata_topic_set() -> None:
+    """INVALID_TOPIC_EXCEPTION for a name: send() fails at once, and the name is not
+    asked about again (it was, every retry backoff, for metadata_max_idle_ms)."""
+    cluster = LogCluster(topic_errors={"bad topic": 17})
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.address, retry_backoff_ms=20)
+        await producer.start()
+        with pytest.raises(InvalidTopicError, match="bad topic"):
+            await producer.send("bad topic", b"x")
+        before = cluster.counts[METADATA]
+        good = await producer.send("t", b"fine")  # the producer works on
+        await asyncio.wait_for(good, STEP)
+        await asyncio.sleep(0.5)  # 25 retry backoffs
+        asked = [r.decode().topics for r in broker.requests_for(METADATA)][before:]
+        await watch.stop_and_check(producer, [good], stop_timeout=2)
+    assert len(asked) <= 2, f"{len(asked)} Metadata requests after the refusal"
+    for topics in asked:
+        assert "bad topic" not in [t.name for t in topics or []]

@@ -23,8 +23,16 @@ __all__ = ["ProducerConfig", "parse_bootstrap"]
 
 log = logging.getLogger("aiokafka_lite.config")
 
-_Ms = Annotated[int, msgspec.Meta(ge=0)]
-_PositiveMs = Annotated[int, msgspec.Meta(ge=1)]
+# Bounds: a value carried by a protocol field is bounded by that field (int32
+# timeouts, int16-length strings); the others as Java declares them: ``int``
+# (delivery.timeout.ms, retries, in-flight) or ``long`` (the other durations,
+# buffer.memory), so a Java config with Long.MAX_VALUE ("for ever") still works.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+STRING_MAX_BYTES = 2**15 - 1  # int16 length prefix
+_Ms = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+_PositiveMs = Annotated[int, msgspec.Meta(ge=1, le=INT64_MAX)]
+_Int32Ms = Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)]
 
 # aiokafka accepts ``max_batch_size``; Java says ``batch.size``. Both map here.
 # Dotted Java names map by replacing "." with "_"; these are the exceptions,
@@ -59,14 +67,15 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     bootstrap_servers: str | list[str] = "localhost:9092"
     client_id: str | None = None
     acks: Literal[0, 1, -1, "all"] = "all"
-    linger_ms: Annotated[float, msgspec.Meta(ge=0)] = 5
+    linger_ms: Annotated[float, msgspec.Meta(ge=0, le=INT64_MAX)] = 5
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=1 << 30)] = 16384
-    buffer_memory: Annotated[int, msgspec.Meta(ge=1024)] = 32 * 1024 * 1024
-    max_request_size: Annotated[int, msgspec.Meta(ge=1024)] = 1024 * 1024
+    buffer_memory: Annotated[int, msgspec.Meta(ge=1024, le=INT64_MAX)] = 32 * 1024 * 1024
+    # A request frame's size prefix is an int32.
+    max_request_size: Annotated[int, msgspec.Meta(ge=1024, le=INT32_MAX)] = 1024 * 1024
     max_block_ms: _Ms = 60000
-    request_timeout_ms: _PositiveMs = 30000
-    delivery_timeout_ms: _PositiveMs = 120000
-    retries: Annotated[int, msgspec.Meta(ge=0)] = 2147483647
+    request_timeout_ms: _Int32Ms = 30000  # Produce's int32 timeout_ms
+    delivery_timeout_ms: _Int32Ms = 120000
+    retries: Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)] = INT32_MAX
     retry_backoff_ms: _Ms = 100
     retry_backoff_max_ms: _Ms = 1000
     reconnect_backoff_ms: _Ms = 50
@@ -74,11 +83,11 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     socket_connection_setup_timeout_ms: _PositiveMs = 10000
     metadata_max_age_ms: _PositiveMs = 300000
     metadata_max_idle_ms: _PositiveMs = 300000
-    max_in_flight_requests_per_connection: Annotated[int, msgspec.Meta(ge=1)] = 5
+    max_in_flight_requests_per_connection: Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)] = 5
     connections_max_idle_ms: _PositiveMs = 540000
     enable_idempotence: bool = True
     transactional_id: str | None = None
-    transaction_timeout_ms: Annotated[int, msgspec.Meta(ge=1, le=2147483647)] = 60000
+    transaction_timeout_ms: _Int32Ms = 60000  # InitProducerId's int32
     allow_auto_create_topics: bool = True
     fail_partition_on_error: bool = False
     # A plain str: get_codec() checks it and suggests the nearest codec name.
@@ -138,6 +147,8 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             )
         if self.transactional_id == "":
             raise ConfigError("transactional_id: must be a non-empty string (or None)")
+        _check_wire_string("client_id", self.client_id)
+        _check_wire_string("transactional_id", self.transactional_id)
         codec = get_codec(self.compression_type)  # raises naming the codec or its extra
         if codec is None:
             if self.compression_level is not None:
@@ -322,6 +333,22 @@ def _check_idempotence(cfg: ProducerConfig) -> None:
     )
     if problem:
         raise ConfigError(f"enable_idempotence=True conflicts with {problem}")
+
+
+def _check_wire_string(name: str, value: str | None) -> None:
+    """A protocol string: UTF-8 with an int16 length prefix."""
+    if value is None:
+        return
+    try:
+        size = len(value.encode())
+    except UnicodeEncodeError as e:
+        raise ConfigError(
+            f"{name}: {value[:40]!r} cannot be encoded as UTF-8 ({e.reason})"
+        ) from None
+    if size > STRING_MAX_BYTES:
+        raise ConfigError(
+            f"{name}: {size} bytes of UTF-8; the protocol carries at most {STRING_MAX_BYTES}"
+        )
 
 
 def _describe(e: msgspec.ValidationError) -> str:

@@ -92,6 +92,7 @@ class Sender:
             )
         self._txn = self.transactions
         self._pid_task: asyncio.Task[None] | None = None
+        self._pid_error: BaseException | None = None  # why the last InitProducerId failed
         self._fatal: KafkaError | None = None
         self._client = client
         self._acc = accumulator
@@ -546,7 +547,8 @@ class Sender:
         """InitProducerId (v3+ bumps our epoch), retried until it works or fails for good."""
         idem = self._idem
         assert idem is not None
-        backoff = self._config.retry_backoff_ms / 1000
+        # Never zero: a failure before any await (no broker reachable) would spin.
+        backoff = max(self._config.retry_backoff_ms, _MIN_LOOP_BACKOFF_MS) / 1000
         refused = False
         try:
             while self._running:
@@ -583,8 +585,15 @@ class Sender:
                         self._fail_fatally(e)
                         return
                     log.info("InitProducerId failed (%s); retrying", e)
+                    self._pid_error = e
                     await asyncio.sleep(backoff)
                     continue
+                except Exception as e:  # not the broker's doing: retried, never lost
+                    log.warning("InitProducerId failed (%r); retrying", e)
+                    self._pid_error = e
+                    await asyncio.sleep(backoff)
+                    continue
+                self._pid_error = None
                 self._new_epoch(response.producer_id, response.producer_epoch)
                 return
         finally:
@@ -707,7 +716,9 @@ class Sender:
                 return cause
         if batch.last_error is not None:
             return batch.last_error
-        return self._metadata.last_error if leader < 0 else None
+        if leader < 0:
+            return self._metadata.last_error
+        return self._pid_error  # no producer id: nothing could be sent
 
     def _fail_queued(self, batch: ProducerBatch, error: KafkaError) -> None:
         """Fail a batch that is not in flight (expired, or unsafe under a new epoch)."""

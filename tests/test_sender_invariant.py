@@ -191,3 +191,41 @@ async def test_a_hostile_produce_answer_leaves_no_batch_unresolved(case: str) ->
         assert isinstance(e, ProtocolError | KafkaTimeoutError), repr(e)
     if case == "handling-raises":
         assert any("leader update failed" in str(e) for e in errors), errors
+
+
+async def test_an_init_producer_id_that_raises_is_retried_with_backoff_and_records_expire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Building InitProducerId raises something that is not a KafkaError (a mock: no
+    real broker answer gets that far, parse errors are ProtocolErrors): the producer id
+    task must neither die silently nor be restarted in a busy loop; the records expire
+    with the cause named."""
+    from aiokafka_lite.connection import BrokerConnection
+    from aiokafka_lite.protocol.messages import InitProducerIdRequest
+
+    original = BrokerConnection.version_for
+    calls = 0
+
+    def version_for(self: BrokerConnection, request_cls: Any) -> int:
+        nonlocal calls
+        if request_cls is InitProducerIdRequest:
+            calls += 1
+            raise RuntimeError("cannot build InitProducerId")
+        return original(self, request_cls)
+
+    monkeypatch.setattr(BrokerConnection, "version_for", version_for)
+    cluster = LogCluster()
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = producer_for(
+            broker.address, request_timeout_ms=500, delivery_timeout_ms=1500, retry_backoff_ms=0
+        )
+        await producer.start()
+        futures = [await producer.send("t", b"x", partition=0)]
+        await settled(futures)
+        errors = await watch.stop_and_check(producer, futures, stop_timeout=2)
+    (error,) = errors
+    assert isinstance(error, KafkaTimeoutError)
+    assert "cannot build InitProducerId" in str(error), str(error)
+    assert 1 <= calls <= 200, f"{calls} InitProducerId attempts in 1.5 s"
+    assert not cluster.log

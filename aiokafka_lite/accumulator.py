@@ -44,6 +44,17 @@ _RATIO_MARGIN = 1.05
 TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
 
+# What a buffered record holds beyond its encoded bytes, counted in buffer_memory
+# with them (measured with tracemalloc on CPython 3.11; benchmarks/record_memory.py).
+# A send() record: its future (144 B) and the list slot for it (8), its timestamp
+# (an int, 32 B, and its slot, 8), and one done callback on the future (64 B: the
+# caller's await or add_done_callback). Without this a 10-byte record, ~20 bytes
+# encoded, would be counted at a tenth of what it holds.
+SEND_RECORD_MEMORY = 144 + 8 + 32 + 8 + 64
+# A send_many() record has no future: its slots in the batch's lists (8 + 8) and
+# in the call's index list (8, and an int of 32 B).
+BULK_RECORD_MEMORY = 8 + 8 + 8 + 32
+
 
 def _too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeError:
     return RecordTooLargeError(
@@ -373,6 +384,7 @@ class RecordAccumulator:
         appending nothing, when that much budget is not free (or others are
         already waiting for it), unless the caller holds ``reserved`` bytes.
         """
+        size += SEND_RECORD_MEMORY
         if not reserved and (self.used + size > self.limit or self._waiters):
             return None
         try:
@@ -390,6 +402,7 @@ class RecordAccumulator:
         if not added:
             batch = self._new_batch(q, timestamp)
             added = BATCH_HEADER_SIZE + batch.append(timestamp, key, value, headers, q.batch_limit)
+        added += SEND_RECORD_MEMORY
         batch.memory += added
         self.used += added - reserved
         fut: asyncio.Future[RecordMetadata] = self._new_future()
@@ -429,7 +442,7 @@ class RecordAccumulator:
                 return
             i = order[pos]
             batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
-            need = record_size(keys[i], values[i], None)
+            need = record_size(keys[i], values[i], None) + BULK_RECORD_MEMORY
             if batch is None:
                 need += BATCH_HEADER_SIZE
             budget = reserved or (0 if self._waiters else self.limit - self.used)
@@ -481,9 +494,11 @@ class RecordAccumulator:
         would not fit its limit. Returns the position it stopped at.
         """
         limit = batch.queue.batch_limit
-        before = len(batch.buf)
-        end = batch.append_many(timestamp, keys, values, order, pos, limit, budget)
-        added = len(batch.buf) - before
+        before, count = len(batch.buf), batch.count
+        end = batch.append_many(
+            timestamp, keys, values, order, pos, limit, budget, BULK_RECORD_MEMORY
+        )
+        added = len(batch.buf) - before + (batch.count - count) * BULK_RECORD_MEMORY
         batch.memory += added
         self.used += added
         if end < len(order):
@@ -543,9 +558,10 @@ class RecordAccumulator:
         timeout: float,
     ) -> asyncio.Future[RecordMetadata]:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
-        await self.reserve(size, topic, timeout)
-        self._check_not_shut_down(size)
-        fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=size)
+        reserved = size + SEND_RECORD_MEMORY
+        await self.reserve(reserved, topic, timeout)
+        self._check_not_shut_down(reserved)
+        fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=reserved)
         if self._waiters:
             self._grant()  # size is an upper bound: what the record left may let the next one in
         # With the memory reserved, append cannot refuse the record.
@@ -555,7 +571,7 @@ class RecordAccumulator:
         self, topic: str, partition: int, builder: RecordBatchBuilder, timeout: float
     ) -> asyncio.Future[RecordMetadata]:
         """Queue a batch the user built (``send_batch``) as one unit with one future."""
-        size = len(builder.buf)
+        size = len(builder.buf) + SEND_RECORD_MEMORY  # one future for the whole batch
         if self.used + size > self.limit or self._waiters:
             await self.reserve(size, topic, timeout)
             self._check_not_shut_down(size)

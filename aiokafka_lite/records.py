@@ -192,12 +192,14 @@ class RecordBatchBuilder:
         start: int,
         limit: int,
         budget: int,
+        per_record: int = 0,
     ) -> int:
         """Encode records ``order[start:]`` (indices into keys/values), all stamped ``timestamp``.
 
         Stops before the record that would take the buffer past ``limit``
         (unless the batch is still empty, as in :meth:`append`) or make the
-        bytes added exceed ``budget``; returns the position in ``order`` it
+        bytes added, plus ``per_record`` for each record (memory held for it
+        elsewhere), exceed ``budget``; returns the position in ``order`` it
         stopped at. The loop of :meth:`append`, inlined for a whole list.
         """
         tsd = timestamp - self.base_timestamp
@@ -233,6 +235,7 @@ class RecordBatchBuilder:
             n += len(od_b) + len(k_b) + len(v_b)
             len_b = table[n] if n < size else _zigzag_varint(n)
             end += len(len_b) + n
+            hard -= per_record
             if end > hard or (od and end > limit):
                 break
             # One join and one append per record: the body is never built apart.

@@ -32,10 +32,32 @@ from aiokafka_lite.protocol.messages import (
     TopicProduceResponse,
 )
 
-__all__ = ["INIT_PRODUCER_ID", "METADATA", "NODE", "PRODUCE", "LogCluster", "Stored"]
+__all__ = [
+    "API_VERSIONS",
+    "INIT_PRODUCER_ID",
+    "METADATA",
+    "NODE",
+    "PRODUCE",
+    "LogCluster",
+    "Stored",
+    "valid_topic_name",
+]
 
-PRODUCE, METADATA, INIT_PRODUCER_ID = 0, 3, 22
+PRODUCE, METADATA, API_VERSIONS, INIT_PRODUCER_ID = 0, 3, 18, 22
 NODE = 1
+
+
+_LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def valid_topic_name(name: object) -> bool:
+    """Kafka's rule: 1-249 of [a-zA-Z0-9._-], and not "." or ".."."""
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= 249
+        and name not in (".", "..")
+        and set(name) <= _LEGAL
+    )
 
 
 @dataclass(frozen=True)
@@ -46,7 +68,8 @@ class Stored:
     value: bytes | None
 
 
-Hook = Callable[[ReceivedRequest, bytes | None], Any]
+# hook(request, healthy) -> reply; healthy() makes (and logs) the healthy answer.
+Hook = Callable[[ReceivedRequest, Callable[[], bytes | None]], Any]
 
 
 @dataclass
@@ -56,17 +79,22 @@ class LogCluster:
     ``topics`` maps topic name to partition count. ``topic_errors`` maps a topic
     name to the error code Metadata answers for it. ``leader`` overrides the
     (host, port) node 1 is advertised at. ``hooks`` maps an API key to
-    ``hook(request, healthy_answer) -> reply`` (any scripted-broker reply), so a
-    test can drop, mangle or replace one kind of answer.
+    ``hook(request, healthy) -> reply`` (any scripted-broker reply), so a test can
+    drop, mangle or replace one kind of answer; ``healthy()`` makes the healthy
+    answer (for Produce: appends the records to the log), only if the hook calls it.
     """
 
     topics: dict[str, int] = field(default_factory=lambda: {"t": 4})
     topic_errors: dict[str, int] = field(default_factory=dict)
     leader: tuple[str, int] | None = None
+    # Create a topic with a valid name on first request (one partition), answer
+    # INVALID_TOPIC_EXCEPTION for a name Kafka's rules refuse.
+    auto_create: bool = False
     hooks: dict[int, Hook] = field(default_factory=dict)
     broker: ScriptedBroker | None = None
     log: dict[tuple[str, int], list[Stored]] = field(default_factory=dict)
     counts: dict[int, int] = field(default_factory=dict)  # api key -> requests seen
+    _written: dict[tuple[str, int, int, int], dict[int, int]] = field(default_factory=dict)
 
     @contextlib.asynccontextmanager
     async def running(self, **broker_kwargs: Any) -> AsyncIterator[ScriptedBroker]:
@@ -77,11 +105,15 @@ class LogCluster:
 
     def __call__(self, req: ReceivedRequest) -> Any:
         self.counts[req.api_key] = self.counts.get(req.api_key, 0) + 1
-        healthy = self.healthy_answer(req)
         hook = self.hooks.get(req.api_key)
-        return healthy if hook is None else hook(req, healthy)
+        if hook is None:
+            return self.healthy_answer(req)
+        return hook(req, lambda: self.healthy_answer(req))
 
     def healthy_answer(self, req: ReceivedRequest) -> bytes | None:
+        if req.api_key == API_VERSIONS:  # reaches the script with answer_api_versions=False
+            assert self.broker is not None
+            return self.broker._api_versions_reply(req)
         if req.api_key == METADATA:
             return answer(req, self.metadata(req))
         if req.api_key == INIT_PRODUCER_ID:
@@ -107,6 +139,11 @@ class LogCluster:
         names = list(self.topics) if asked is None else [t.name for t in asked]
         topics = []
         for name in names:
+            if self.auto_create and name not in self.topics and name not in self.topic_errors:
+                if valid_topic_name(name):
+                    self.topics[name] = 1
+                else:
+                    self.topic_errors[name] = 17  # INVALID_TOPIC_EXCEPTION
             if name in self.topic_errors:
                 topics.append(MetadataResponseTopic(error_code=self.topic_errors[name], name=name))
             elif name in self.topics:
@@ -139,6 +176,15 @@ class LogCluster:
         base = len(log)
         records = MemoryRecords(bytes(pd.records))
         while (batch := records.next_batch()) is not None:
+            if batch.producer_id >= 0:
+                # As a broker does for an idempotent producer: a batch already
+                # written (same producer, epoch and sequence) is not written
+                # again; its first offset is answered.
+                key = (topic, pd.index, batch.producer_id, batch.producer_epoch)
+                seen = self._written.setdefault(key, {})
+                if batch.base_sequence in seen:
+                    return seen[batch.base_sequence]
+                seen[batch.base_sequence] = len(log)
             for r in batch:
                 log.append(Stored(pd.index, len(log), r.key, r.value))
         return base

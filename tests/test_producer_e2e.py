@@ -212,7 +212,8 @@ async def test_send_waits_at_most_max_block_ms_for_memory(
             await producer.send(topic, b"q" * 9000)  # can never fit, so fails at once
         await producer.send_and_wait(topic, b"ok")
         fresh_broker.kill()  # from now on nothing is delivered, so nothing frees memory
-        futures = [await producer.send(topic, b"r" * 1000) for _ in range(7)]
+        # Six fill the buffer: each counts its ~1 KB and what its future holds (256 B).
+        futures = [await producer.send(topic, b"r" * 1000) for _ in range(6)]
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError, match=r"buffer_memory .* max_block_ms"):
             await producer.send(topic, b"r" * 1000)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -136,7 +137,7 @@ async def test_a_request_whose_encoding_raises_fails_its_batches_and_the_loop_go
 
 
 def _mangled_produce_answer(case: str) -> Any:
-    def hook(req: ReceivedRequest, healthy: bytes | None) -> Any:
+    def hook(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
         produce = req.decode()
         topics = []
         for t in produce.topic_data:

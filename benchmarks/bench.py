@@ -8,6 +8,7 @@ Run from the repository root::
     python benchmarks/bench.py --sizes                    # W1 at 10 B, 1 KB, 10 KB, 100 KB
     python benchmarks/bench.py --idempotence              # W1 with idempotence on
     python benchmarks/bench.py --workloads W1,W3 --sizes  # --workloads plus the extras
+    python benchmarks/bench.py --workloads W5-small --clients aiokafka_lite  # 10x, small
 
 One embedded Tansu broker is started by this script; every (workload, client) run is a
 fresh ``python benchmarks/bench.py --worker SPEC`` subprocess with a fresh topic, so no
@@ -52,6 +53,10 @@ passed explicitly); everything else, e.g. batch size, is each client's default.
   is unthrottled (SIGUSR1) and the client flushes: every record sent must be delivered.
   For clients with a bound: peak RSS <= bound + 64 MiB + baseline is checked (an
   aiokafka_lite run over it is FAILED).
+* W5/100B, W5/10B (extras, group W5-small): W5 with 100-byte and 10-byte keyless
+  values, the proxy throttled to 0.8 MB/s and 0.2 MB/s (W5_SMALL), about a tenth of what
+  aiokafka_lite's send() loop moves unthrottled at those sizes: 10x overload with records
+  whose future and bookkeeping outweigh their bytes.
 * W6 "many topics": 1,000 topics x 4 partitions (created once per invocation, in chunks
   of 100, shared by all W6 runs), N records round-robin over the topics, keyless
   (W6/keyless) and keyed (W6/keyed). Before the clock every client sends one record to
@@ -116,6 +121,12 @@ W5_THROTTLE = 5_000_000  # client -> broker bytes/s through the proxy
 W5_BUFFER = 32 * 1024 * 1024  # aiokafka_lite buffer_memory, librdkafka queue.buffering.max
 W5_HEADROOM_MB = 64  # peak RSS may exceed baseline + bound by this much
 W5_SAMPLE_S = 0.5
+# W5 with small keyless records (extras, group W5-small): (value size, throttle in
+# bytes/s). Unthrottled, aiokafka_lite's W5 loop moved ~73,000 100-byte and ~98,000
+# 10-byte keyless records/s through the embedded broker (about 8 and 2 MB/s of
+# requests, 2 CPUs): each throttle is a tenth of that, so 10x what the broker absorbs
+# is offered.
+W5_SMALL = ((100, 800_000), (10, 200_000))
 W6_TOPICS = 1_000
 W6_CREATE_CHUNK = 100
 SIZES = (10, 1024, 10 * 1024, 100 * 1024)
@@ -166,6 +177,7 @@ class Workload:
     quick_duration_s: float = 0.0
     quick_caps: tuple[tuple[str, int], ...] = ()  # (client, records) in --quick mode
     quick_skip: tuple[str, ...] = ()  # clients left out in --quick mode (time budget)
+    throttle: float = W5_THROTTLE  # W5: client -> broker bytes/s the proxy lets through
 
     @property
     def runner_kind(self) -> str:
@@ -238,6 +250,25 @@ WORKLOAD_LIST: list[Workload] = [
         buffer_memory=W5_BUFFER,
         duration_s=60.0,
         quick_duration_s=8.0,
+    ),
+    *(
+        Workload(
+            f"W5/{size_label(size)}",
+            f"memory, {size_label(size)} keyless, broker at {rate / 1e6:g} MB/s",
+            0,
+            0,
+            ("aiokafka_lite", "aiokafka", "confluent"),
+            kind="W5",
+            group="W5-small",
+            extra=True,
+            value_size=size,
+            keyed=False,
+            buffer_memory=W5_BUFFER,
+            duration_s=60.0,
+            quick_duration_s=8.0,
+            throttle=rate,
+        )
+        for size, rate in W5_SMALL
     ),
     *(
         Workload(
@@ -376,6 +407,11 @@ def topic_names(spec: WorkerSpec) -> list[str]:
     """The run's topics: its own, or (W6) the shared many-topic set."""
     count = spec.wl.topics
     return [spec.topic] if count == 1 else [f"{spec.topic}-{i:04d}" for i in range(count)]
+
+
+def w5_keys(spec: WorkerSpec) -> list[bytes | None]:
+    """W5's keys, used round-robin: DISTINCT_KEYS of them, or none (keyless W5s)."""
+    return list(make_keys()) if spec.wl.keyed else [None] * DISTINCT_KEYS
 
 
 def w6_keys(n: int, topics: int, keyed: bool) -> list[bytes | None]:
@@ -893,7 +929,8 @@ async def w4_async(client: AsyncClient, spec: WorkerSpec, result: RunResult) -> 
 
 async def w5_async(client: AsyncClient, spec: WorkerSpec, result: RunResult) -> Timer:
     """W5: send as fast as send() lets for duration_s; no future is kept (callbacks count)."""
-    keys, value, topic, send = make_keys(), make_value(spec.wl.value_size), spec.topic, client.send
+    value, topic, send = make_value(spec.wl.value_size), spec.topic, client.send
+    keys = w5_keys(spec)
     counters = Counters()
     perf = time.perf_counter
 
@@ -1135,7 +1172,7 @@ def w5_confluent(spec: WorkerSpec) -> RunResult:
 
     result = new_result(spec)
     producer = confluent_producer(spec)
-    keys, value, topic = make_keys(), make_value(spec.wl.value_size), spec.topic
+    keys, value, topic = w5_keys(spec), make_value(spec.wl.value_size), spec.topic
     counters = Counters()
     perf = time.perf_counter
 
@@ -1517,7 +1554,7 @@ def run_plan(plan: Plan, log: Callable[[str], None]) -> dict[tuple[str, str], li
                             f"partitions in {time.perf_counter() - started:.1f} s"
                         )
                 if workload.runner_kind == "W5":
-                    with throttled_broker(W5_THROTTLE) as (bootstrap, broker_pid, proxy_pid):
+                    with throttled_broker(workload.throttle) as (bootstrap, broker_pid, proxy_pid):
                         spec = WorkerSpec(
                             **{**asdict(spec), "bootstrap": bootstrap, "proxy_pid": proxy_pid}
                         )
@@ -1836,14 +1873,16 @@ def render_footer(plan: Plan, machine: dict[str, Any], rows: list[Row], notes: l
         "vs librdkafka: against 'confluent' (sync Producer) where that ran the workload, "
         "else 'confluent-aio'",
     ]
-    kinds = {w.runner_kind for w in plan.workloads}
-    if "W5" in kinds:
-        per_record = 1024 + 8 + 13  # value, key, record framing; batch/request headers aside
+    for w in plan.workloads:
+        if w.runner_kind != "W5":
+            continue
+        # value, key, record framing; batch/request headers aside
+        per_record = w.value_size + (8 if w.keyed else 0) + 13
         lines.append(
-            f"W5: client->broker bytes throttled to {W5_THROTTLE / 1e6:g} MB/s (about "
-            f"{W5_THROTTLE / per_record:,.0f} 1-KB records/s); records/s = acked during the "
-            f"{plan.duration_for(WORKLOADS['W5']):g} s window; bound = baseline + 32 MiB + "
-            f"{W5_HEADROOM_MB} MiB"
+            f"{w.id}: client->broker bytes throttled to {w.throttle / 1e6:g} MB/s (about "
+            f"{w.throttle / per_record:,.0f} {size_label(w.value_size)} records/s); records/s "
+            f"= acked during the {plan.duration_for(w):g} s window; bound = baseline + "
+            f"{W5_BUFFER / 2**20:g} MiB + {W5_HEADROOM_MB} MiB"
         )
     if plan.quick:
         caps = [f"{w.id} {c} {n:,} records" for w in plan.workloads for c, n in w.quick_caps]

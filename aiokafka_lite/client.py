@@ -76,6 +76,7 @@ class NetworkClient:
         self._retry_at: dict[int, float] = {}
         self._last_errors: dict[int, KafkaError] = {}  # node -> why its last connect failed
         self._warned_at: dict[int, float] = {}  # node -> when its failures were last warned of
+        self._metadata_warned_at = -WARN_INTERVAL
         self._metadata_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
@@ -331,7 +332,12 @@ class NetworkClient:
             log.info("metadata refresh from node %s failed: %s", node_id, e)
             self.metadata.failed_update(e)
         except Exception as e:  # an answer we could not make sense of: retried after backoff
-            log.warning("metadata refresh from node %s failed", node_id, exc_info=True)
+            now = time.monotonic()
+            if now - self._metadata_warned_at >= WARN_INTERVAL:  # not on every retry
+                self._metadata_warned_at = now
+                log.warning("metadata refresh from node %s failed", node_id, exc_info=True)
+            else:
+                log.info("metadata refresh from node %s failed: %r", node_id, e)
             error = ProtocolError(f"metadata refresh from node {node_id} failed: {e!r}")
             error.__cause__ = e
             self.metadata.failed_update(error)

@@ -230,3 +230,33 @@ async def test_an_init_producer_id_that_raises_is_retried_with_backoff_and_recor
     assert "cannot build InitProducerId" in str(error), str(error)
     assert 1 <= calls <= 200, f"{calls} InitProducerId attempts in 1.5 s"
     assert not cluster.log
+
+
+async def test_a_sender_pass_that_keeps_raising_backs_off_instead_of_spinning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every pass of the sender raises (the accumulator's ready() is replaced by one
+    that raises: a mock, standing in for a bug no real input is known to trigger).
+    Even with retry_backoff_ms=0 the passes back off, and the traceback is logged on
+    the 1st, 2nd, 4th, 8th ... failure in a row, not on every pass."""
+    cluster = LogCluster()
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = producer_for(broker.address, retry_backoff_ms=0, retry_backoff_max_ms=0)
+        await producer.start()
+        calls = 0
+
+        def ready(*args: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            raise RuntimeError("ready() is broken")
+
+        producer._acc.ready = ready  # type: ignore[method-assign]
+        producer._sender.wakeup()
+        await asyncio.sleep(1.5)
+        producer._acc.ready = type(producer._acc).ready.__get__(producer._acc)  # type: ignore[method-assign]
+        await watch.stop_and_check(producer, stop_timeout=2)
+    # 10 ms doubling to 1 s (+-20%): at most ~10 passes in 1.5 s; a busy loop makes thousands.
+    assert 3 <= calls <= 15, calls
+    logged = [r for r in caplog.records if "sender iteration failed" in r.getMessage()]
+    assert 2 <= len(logged) <= 5, [r.getMessage() for r in logged]

@@ -2,6 +2,7 @@
 
 from ._version import __version__
 from .admin import NewTopic, create_topics
+from .compat import patch_aiokafka
 from .config import ProducerConfig
 from .errors import KafkaError, KafkaTimeoutError
 from .interceptors import ProducerInterceptor, ProducerRecord
@@ -22,4 +23,5 @@ __all__ = [
     "TopicPartition",
     "__version__",
     "create_topics",
+    "patch_aiokafka",
 ]

@@ -204,7 +204,8 @@ class ProducerBatch(RecordBatchBuilder):
             ts_type = TIMESTAMP_CREATE_TIME
             timestamps = self.timestamps
         offset = base_offset
-        step = 1 if base_offset >= 0 else 0  # acks=0 reports -1 for every record
+        # No offset known (a duplicate's answer may carry none): -1 for every record.
+        step = 1 if base_offset >= 0 else 0
         for fut, ts in zip(self.futures, timestamps, strict=True):
             if fut is not None:
                 # tuple.__new__ skips NamedTuple's Python-level __new__: this
@@ -220,6 +221,18 @@ class ProducerBatch(RecordBatchBuilder):
         if self.bulk is not None:
             for delivery, slots in self.bulk.items():
                 delivery.batch_completed(tp, base_offset, log_start_offset, log_append_time, slots)
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def complete_unacknowledged(self) -> None:
+        """acks=0: written to the socket, nothing more is known. Each record's
+        future resolves to None (as aiokafka's); a send_many() report has offset -1."""
+        for fut in self.futures:
+            if fut is not None and not fut.done():
+                fut.set_result(None)  # type: ignore[arg-type]
+        if self.bulk is not None:
+            for delivery, slots in self.bulk.items():
+                delivery.batch_completed(self.queue.tp, -1, -1, -1, slots)
         if not self.done.done():
             self.done.set_result(None)
 

@@ -13,15 +13,25 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import random
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
-from . import serializers
+from . import compat, serializers
 from .accumulator import BulkDelivery, RecordAccumulator
 from .client import NetworkClient
 from .compression import Compressor, get_codec
@@ -43,7 +53,13 @@ from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .partitioner import KeyHashCache, StickyPartitioner
 from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header, RecordBatchBuilder
 from .sender import Sender
-from .structs import DeliveryReport, OffsetAndMetadata, RecordMetadata, TopicPartition
+from .structs import (
+    BatchRecordMetadata,
+    DeliveryReport,
+    OffsetAndMetadata,
+    RecordMetadata,
+    TopicPartition,
+)
 from .transaction import TransactionManager
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
@@ -81,32 +97,64 @@ _running_loop = asyncio.get_running_loop
 
 
 class BatchBuilder:
-    """Records for one partition built ahead of time (aiokafka's ``create_batch``)."""
+    """Records for one partition built ahead of time (aiokafka's ``create_batch``).
+
+    ``append`` serializes with the producer's serializers and returns the
+    record's :class:`BatchRecordMetadata`, or None once the batch is full or
+    closed; :meth:`close` takes no more records. :meth:`AIOKafkaProducer.send_batch`
+    sends it (and closes it).
+    """
 
     def __init__(
-        self, batch_size: int, compress: Compressor | None = None, codec_id: int = 0
+        self,
+        batch_size: int,
+        compress: Compressor | None = None,
+        codec_id: int = 0,
+        *,
+        key_serializer: Callable[[Any], bytes | None] | None = None,
+        value_serializer: Callable[[Any], bytes | None] | None = None,
     ) -> None:
         self._limit = batch_size
         self._compress = compress
         self._codec_id = codec_id
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
         self._builder: RecordBatchBuilder | None = None
+        self._closed = False
 
     def append(
         self,
         *,
-        key: bytes | None = None,
-        value: bytes | None = None,
+        key: Any = None,
+        value: Any = None,
         timestamp: int | None = None,
         headers: Sequence[Header] | None = None,
-    ) -> int | None:
-        """Add a record; return its encoded size, or None when the batch is full."""
+    ) -> BatchRecordMetadata | None:
+        """Add a record; None (nothing added) when the batch is full or closed.
+
+        ``timestamp`` is in milliseconds since the epoch (None: now).
+        """
+        if self._closed:
+            return None
+        key, value = _serialize(self._key_serializer, self._value_serializer, key, value, "batch")
+        headers = _check_headers(headers, "batch")
         ts = int(time.time() * 1000) if timestamp is None else timestamp
         builder = self._builder
         if builder is None:
             builder = self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
-        if headers is not None:
-            headers = _check_headers(headers, "batch")
-        return builder.append(ts, key, value, headers, self._limit) or None
+        offset = builder.count
+        added = builder.append(ts, key, value, headers, self._limit)
+        if not added:
+            self._closed = True  # as aiokafka: a full batch takes no more records
+            return None
+        return BatchRecordMetadata(offset, added, ts)
+
+    def close(self) -> None:
+        """Take no more records (``append`` returns None from now on)."""
+        self._closed = True
+
+    def closed(self) -> bool:
+        return self._closed
 
     def size(self) -> int:
         return 0 if self._builder is None else len(self._builder.buf)
@@ -118,6 +166,7 @@ class BatchBuilder:
         if self._builder is None or not self._builder.count:
             raise ValueError("cannot send an empty batch")
         builder, self._builder = self._builder, None
+        self._closed = True
         return builder
 
 
@@ -130,12 +179,19 @@ class AIOKafkaProducer(Generic[K, V]):
         loop: asyncio.AbstractEventLoop | None = None,
         key_serializer: Callable[[K], bytes | None] | str | None = None,
         value_serializer: Callable[[V], bytes | None] | str | None = None,
+        api_version: str | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
         **config: Any,
     ) -> None:
         # The serializers are named here (not only in **config) so that type
         # checkers infer K and V from them: send() then takes what they take.
-        if loop is not None:
-            log.warning("the loop argument is ignored; the running loop is used (as in aiokafka)")
+        # loop, api_version and the Kerberos names are aiokafka's; they change
+        # nothing here (the versions are negotiated per broker, and GSSAPI is
+        # refused by ProducerConfig), but code written for aiokafka passes them.
+        compat.warn_deprecated(loop, api_version)
+        compat.drop_acks_sentinel(config)
+        del sasl_kerberos_service_name, sasl_kerberos_domain_name
         if key_serializer is not None:
             config["key_serializer"] = key_serializer
         if value_serializer is not None:
@@ -172,6 +228,7 @@ class AIOKafkaProducer(Generic[K, V]):
             self._send_unchecked = self.send
             self.send = self._send_in_transaction  # type: ignore[method-assign]
         self._state = _NEW
+        self._txn_ending: asyncio.Task[None] | None = None  # a commit or abort under way
         self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = ""
@@ -182,6 +239,21 @@ class AIOKafkaProducer(Generic[K, V]):
     @property
     def config(self) -> ProducerConfig:
         return self._config
+
+    @property
+    def _closed(self) -> bool:
+        # aiokafka's flag, read by frameworks (FastStream): set once stop() begins.
+        return self._state in (_CLOSING, _CLOSED)
+
+    def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
+        # As aiokafka: a producer dropped while running holds sockets and
+        # undelivered records. (One never started holds nothing: no warning.)
+        if getattr(self, "_state", _NEW) not in (_STARTED, _FAILED):
+            return
+        _warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, source=self)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_exception_handler({"producer": self, "message": "Unclosed AIOKafkaProducer"})
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -330,8 +402,28 @@ class AIOKafkaProducer(Generic[K, V]):
             )
         return txn
 
-    def begin_transaction(self) -> None:
-        """Open a transaction: records sent from now on commit or abort together."""
+    def begin_transaction(self) -> Awaitable[None]:
+        """Open a transaction: records sent from now on commit or abort together.
+
+        Takes effect at the call; awaiting the result (as with aiokafka) is
+        optional, except right after a commit or abort whose caller was
+        cancelled: that one is still finishing, and the awaitable waits for it
+        (at most ``max_block_ms``) before it begins.
+        """
+        txn = self._transactions()
+        ending = self._txn_ending
+        if ending is not None and not ending.done():
+            return self._begin_after(ending)
+        txn.begin()
+        return _COMPLETED
+
+    async def _begin_after(self, ending: asyncio.Task[None]) -> None:
+        await asyncio.wait({ending}, timeout=self._max_block)
+        if not ending.done():
+            raise KafkaTimeoutError(
+                f"begin_transaction(): {ending.get_name()}() did not finish within "
+                f"max_block_ms ({self._config.max_block_ms} ms)"
+            )
         self._transactions().begin()
 
     async def commit_transaction(self) -> None:
@@ -339,14 +431,33 @@ class AIOKafkaProducer(Generic[K, V]):
 
         If a record failed, raises :class:`TransactionAbortRequiredError` (the
         failure is its cause): call :meth:`abort_transaction`. If it times out
-        (``max_block_ms``), it may be called again.
+        (``max_block_ms``), it may be called again. Cancelling the caller does
+        not stop the commit: it finishes in the background, as in aiokafka.
         """
-        await self._transactions().commit()
+        await self._end_transaction("commit_transaction", self._transactions().commit)
 
     async def abort_transaction(self) -> None:
         """Drop unsent records, then abort: no record of the transaction is ever read
-        by a ``read_committed`` consumer."""
-        await self._transactions().abort()
+        by a ``read_committed`` consumer. Cancelling the caller does not stop the abort."""
+        await self._end_transaction("abort_transaction", self._transactions().abort)
+
+    async def _end_transaction(
+        self, name: str, op: Callable[[], Coroutine[Any, Any, None]]
+    ) -> None:
+        # The commit or abort runs as a task of its own, awaited through a
+        # shield: a caller's timeout or cancellation cannot stop it half-way
+        # (which would leave the transaction neither committed nor aborted).
+        running = self._txn_ending
+        if running is not None and not running.done() and running.get_name() == name:
+            task = running  # called again (after a cancelled call, or concurrently): join it
+        else:
+            # op() checks the state and raises at once, or begins the commit/abort.
+            task = self._txn_ending = asyncio.get_running_loop().create_task(op(), name=name)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_log_unawaited_failure)
+            raise
 
     async def send_offsets_to_transaction(
         self,
@@ -387,6 +498,9 @@ class AIOKafkaProducer(Generic[K, V]):
         # Java's close() does the same: what was not committed never becomes
         # visible, and the coordinator need not wait for transaction_timeout_ms.
         txn = self._sender.transactions
+        ending = self._txn_ending
+        if ending is not None and not ending.done():
+            await asyncio.wait({ending}, timeout=timeout)  # a cancelled commit/abort finishes
         if txn is None or not txn.open:
             return
         log.info("aborting the open transaction of %r on stop()", txn.transactional_id)
@@ -552,17 +666,7 @@ class AIOKafkaProducer(Generic[K, V]):
         self, topic: str, key: Any, value: Any, headers: Sequence[Header] | None
     ) -> tuple[bytes | None, bytes | None, int, Sequence[Header] | None]:
         """Serialize and size-check one record (raises for this record only)."""
-        try:
-            if self._key_serializer is not None:
-                key = self._key_serializer(key)
-            if self._value_serializer is not None:
-                value = self._value_serializer(value)
-        except Exception as e:
-            raise SerializationError(f"cannot serialize a record for {topic!r}: {e!r}") from e
-        if key is not None and type(key) is not bytes:
-            key = _as_bytes(key, "key", topic)
-        if value is not None and type(value) is not bytes:
-            value = _as_bytes(value, "value", topic)
+        key, value = _serialize(self._key_serializer, self._value_serializer, key, value, topic)
         size = _RECORD_OVERHEAD
         if key is not None:
             size += len(key)
@@ -605,6 +709,13 @@ class AIOKafkaProducer(Generic[K, V]):
         if key is not None:
             return self._hashes.hash(bytes(key)) % n
         return self._sticky_partition(topic, n, size)
+
+    def _place_batch(self, topic: str, parts: Sequence[Any], partition: int | None) -> int:
+        if partition is not None or self._partitioner is not None:
+            return self._place(topic, None, parts, 0, partition)
+        # A whole batch: any available partition (aiokafka picks one at random too).
+        available = self._metadata.cluster.available_partitions_by_topic.get(topic)
+        return random.choice(available) if available else random.randrange(len(parts))
 
     def _sticky_partition(self, topic: str, n: int, size: int) -> int:
         # KIP-794: keyless records stick to one partition until about a batch
@@ -662,22 +773,29 @@ class AIOKafkaProducer(Generic[K, V]):
 
     def create_batch(self) -> BatchBuilder:
         """An empty batch to fill with ``append`` and send with :meth:`send_batch`."""
-        return BatchBuilder(self._batch_size, self._compress, self._codec_id)
+        return BatchBuilder(
+            self._batch_size,
+            self._compress,
+            self._codec_id,
+            key_serializer=self._key_serializer,
+            value_serializer=self._value_serializer,
+        )
 
     async def send_batch(
-        self, batch: BatchBuilder, topic: str, *, partition: int
+        self, batch: BatchBuilder, topic: str, *, partition: int | None
     ) -> asyncio.Future[RecordMetadata]:
         """Send a batch built with :meth:`create_batch` to one partition.
 
-        The future resolves to the metadata of the batch's first record.
+        With ``partition=None`` the partitioner picks it (as for a keyless
+        record, as aiokafka does). The future resolves to the metadata of the
+        batch's first record.
         """
         self._check_running()
         self._check_transactional_send()
         parts = self._metadata.partitions_by_topic.get(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
-        if not 0 <= partition < len(parts):
-            raise ValueError(f"partition {partition} is out of range for {topic!r}")
+        partition = self._place_batch(topic, parts, partition)
         if batch.size() > self._max_request_size:
             # A batch's first record is always accepted, so one big record can
             # make it larger than the broker would take.
@@ -824,7 +942,7 @@ class Transaction:
         self._producer = producer
 
     async def __aenter__(self) -> Transaction:
-        self._producer.begin_transaction()
+        await self._producer.begin_transaction()
         return self
 
     async def __aexit__(
@@ -841,6 +959,47 @@ class Transaction:
             # (Not after a fatal error, or if the block ended the transaction
             # itself: the exception raised says what happened.)
             await self._producer.abort_transaction()
+
+
+class _Completed:
+    """An awaitable that is already done (what ``begin_transaction()`` returns)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # a generator: awaiting it returns at once
+
+
+_COMPLETED = _Completed()
+
+
+def _log_unawaited_failure(task: asyncio.Task[None]) -> None:
+    # Its caller was cancelled, so nobody else will see how it ended.
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.warning("%s() failed after its caller was cancelled: %s", task.get_name(), exc)
+
+
+def _serialize(
+    key_serializer: Callable[[Any], bytes | None] | None,
+    value_serializer: Callable[[Any], bytes | None] | None,
+    key: Any,
+    value: Any,
+    topic: str,
+) -> tuple[bytes | None, bytes | None]:
+    """Key and value as bytes (or None), or an error naming what was wrong."""
+    try:
+        if key_serializer is not None:
+            key = key_serializer(key)
+        if value_serializer is not None:
+            value = value_serializer(value)
+    except Exception as e:
+        raise SerializationError(f"cannot serialize a record for {topic!r}: {e!r}") from e
+    if key is not None and type(key) is not bytes:
+        key = _as_bytes(key, "key", topic)
+    if value is not None and type(value) is not bytes:
+        value = _as_bytes(value, "value", topic)
+    return key, value
 
 
 def _as_bytes(data: object, what: str, topic: str) -> bytes:

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, overload
 
-__all__ = ["DeliveryReport", "OffsetAndMetadata", "RecordMetadata", "TopicPartition"]
+__all__ = [
+    "BatchRecordMetadata",
+    "DeliveryReport",
+    "OffsetAndMetadata",
+    "RecordMetadata",
+    "TopicPartition",
+]
 
 
 class TopicPartition(NamedTuple):
@@ -23,6 +29,20 @@ class RecordMetadata(NamedTuple):
     timestamp: int
     timestamp_type: int
     log_start_offset: int
+
+
+class BatchRecordMetadata(NamedTuple):
+    """What ``BatchBuilder.append`` returns for a record it took (aiokafka's shape):
+    its offset within the batch, its encoded size in bytes, its timestamp in ms."""
+
+    offset: int
+    size: int
+    timestamp: int
+
+    @property
+    def crc(self) -> None:
+        """Record batches v2 have one CRC per batch, none per record (None, as aiokafka)."""
+        return None
 
 
 class DeliverySegment(NamedTuple):

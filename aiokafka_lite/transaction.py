@@ -39,7 +39,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
 from .accumulator import PartitionQueue, RecordAccumulator
@@ -187,14 +187,22 @@ class TransactionManager:
             )
         raise IllegalStateError(f"cannot send: the transaction is {self.state.value}")
 
-    async def commit(self) -> None:
-        """Deliver every record of the transaction, then EndTxn(commit)."""
+    def commit(self) -> Coroutine[Any, Any, None]:
+        """Deliver every record of the transaction, then EndTxn(commit).
+
+        The state changes at the call (so sends are refused from then on);
+        the returned coroutine does the rest.
+        """
         op = "commit_transaction"
         self._check_usable(op)
         if self.state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             raise IllegalStateError(f"{op}(): no transaction to commit ({self.state.value})")
         self._enter(op)
         self.state = TxnState.COMMITTING
+        return self._commit()
+
+    async def _commit(self) -> None:
+        op = "commit_transaction"
         try:
             await self._delivered_within_max_block()
             if self.state is not TxnState.COMMITTING:
@@ -212,8 +220,11 @@ class TransactionManager:
             self._busy = None
         self._completed()
 
-    async def abort(self) -> None:
-        """Drop unsent records, wait for in-flight ones, then EndTxn(abort)."""
+    def abort(self) -> Coroutine[Any, Any, None]:
+        """Drop unsent records, wait for in-flight ones, then EndTxn(abort).
+
+        The state changes at the call; the returned coroutine does the rest.
+        """
         op = "abort_transaction"
         if self.state is TxnState.FATAL_ERROR:
             self._check_usable(op)
@@ -225,6 +236,9 @@ class TransactionManager:
             raise IllegalStateError(f"{op}(): no transaction to abort ({self.state.value})")
         self._enter(op)
         self.state = TxnState.ABORTING
+        return self._abort()
+
+    async def _abort(self) -> None:
         try:
             self._drop_unsent()
             await self._flush()  # what is in flight lands (and is aborted) or fails

@@ -201,9 +201,10 @@ async def test_send_needs_an_open_transaction(
     await asyncio.sleep(0)
     with pytest.raises(IllegalStateError, match="is committing"):
         await p.send(topic, b"late", partition=0)  # the transaction is committing
-    with pytest.raises(IllegalStateError, match="in progress"):
-        await p.commit_transaction()  # a second, concurrent commit
-    await commit
+    with pytest.raises(IllegalStateError, match="no transaction to abort"):
+        await p.abort_transaction()  # an abort while the commit runs
+    await p.commit_transaction()  # a second, concurrent commit joins the first
+    assert commit.done() and commit.exception() is None
     assert len(await many) == 2
     view = committed_view(await read_log_async(bootstrap, topic, 1))
     assert view.committed == [b"ok", b"m1", b"m2"]
@@ -605,3 +606,77 @@ async def test_stale_epoch_on_produce_is_fatal(
             await call()
     with pytest.raises(InvalidProducerEpochError):
         await p.send(topic, b"y", partition=0)
+
+
+async def test_begin_transaction_is_awaitable_and_callable(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """aiokafka's ``await producer.begin_transaction()`` and the plain call both begin."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    await p.begin_transaction()  # aiokafka's form
+    await p.send(topic, b"awaited", partition=0)
+    await p.commit_transaction()
+    p.begin_transaction()  # not awaited: takes effect at the call
+    await p.send(topic, b"called", partition=0)
+    await p.commit_transaction()
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"awaited", b"called"]
+
+
+@pytest.mark.parametrize("ending", ["commit", "abort"])
+async def test_cancelled_commit_or_abort_finishes_and_the_producer_stays_usable(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+    ending: str,
+) -> None:
+    """A caller's timeout or cancellation does not stop commit/abort half-way (as aiokafka,
+    which shields them): the transaction ends as asked, and the next one can begin."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    await p.begin_transaction()
+    futs = [await p.send(topic, b"first-%d" % i, partition=0) for i in range(20)]
+    if ending == "abort":
+        await p.flush()  # in the log: the abort needs the coordinator's EndTxn
+    end = p.commit_transaction if ending == "commit" else p.abort_transaction
+    caller = asyncio.create_task(end())
+    await asyncio.sleep(0)
+    caller.cancel()  # the caller gives up at once (as a timeout would)
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await p.begin_transaction()  # waits for the cancelled one to finish, then begins
+    await p.send(topic, b"second", partition=0)
+    await p.commit_transaction()
+    first = [f.exception() is None for f in futs]
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    if ending == "commit":
+        assert all(first)
+        assert view.committed == [b"first-%d" % i for i in range(20)] + [b"second"]
+    else:
+        assert view.committed == [b"second"]
+        assert view.aborted == [b"first-%d" % i for i in range(20)]
+    assert view.open == []
+
+
+async def test_cancelled_commit_can_be_awaited_again(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """Calling commit_transaction() again after a cancelled call waits for the same commit."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    await p.begin_transaction()
+    fut = await p.send(topic, b"x", partition=0)
+    task = asyncio.create_task(p.commit_transaction())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await p.commit_transaction()  # joins the running commit instead of failing
+    assert (await fut).offset >= 0
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"x"]

@@ -398,7 +398,13 @@ class RecordAccumulator:
                     batch.full = True
         if not added:
             batch = self._new_batch(q, timestamp)
-            added = BATCH_HEADER_SIZE + batch.append(timestamp, key, value, headers, q.batch_limit)
+            try:
+                added = BATCH_HEADER_SIZE + batch.append(
+                    timestamp, key, value, headers, q.batch_limit
+                )
+            except BaseException:
+                self._discard_empty(batch)  # never leave an empty batch in the queue
+                raise
         batch.memory += added
         self.used += added - reserved
         fut: asyncio.Future[RecordMetadata] = self._new_future()
@@ -539,6 +545,10 @@ class RecordAccumulator:
         # A new batch starts a linger timer: the sender has something to schedule.
         self._wakeup()
         return batch
+
+    def _discard_empty(self, batch: ProducerBatch) -> None:
+        self.discard_queued(batch)
+        self._incomplete.discard(batch)
 
     async def append_wait(
         self,

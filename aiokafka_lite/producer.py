@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
-from . import compat, serializers
+from . import checks, compat, serializers
 from .accumulator import BulkDelivery, RecordAccumulator
 from .client import NetworkClient
 from .compression import Compressor, get_codec
@@ -45,7 +45,6 @@ from .errors import (
     ProducerClosedError,
     ProducerNotStartedError,
     RecordTooLargeError,
-    SerializationError,
     WrongEventLoopError,
     error_from_response,
 )
@@ -136,9 +135,16 @@ class BatchBuilder:
         """
         if self._closed:
             return None
-        key, value = _serialize(self._key_serializer, self._value_serializer, key, value, "batch")
-        headers = _check_headers(headers, "batch")
-        ts = int(time.time() * 1000) if timestamp is None else timestamp
+        key, value = checks.serialize(
+            self._key_serializer, self._value_serializer, key, value, "batch"
+        )
+        headers = checks.check_headers(headers, "batch")
+        if timestamp is None:
+            ts = int(time.time() * 1000)
+        elif type(timestamp) is int and 0 <= timestamp < checks.TIMESTAMP_LIMIT:
+            ts = timestamp
+        else:
+            raise checks.bad_timestamp(timestamp, "batch")
         builder = self._builder
         if builder is None:
             builder = self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
@@ -552,7 +558,7 @@ class AIOKafkaProducer(Generic[K, V]):
         """
         if self._state != _STARTED or _running_loop() is not self._loop:
             self._check_running()
-        parts = self._metadata.partitions_by_topic.get(topic)
+        parts = self._known_partitions(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
         # Untyped locals from here: serializers turn K and V into bytes.
@@ -580,7 +586,12 @@ class AIOKafkaProducer(Generic[K, V]):
             partition = (self._hashes.hash(k) if h is None else h) % len(parts)
         else:
             partition = self._place(topic, k, parts, size, partition)
-        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        if timestamp_ms is None:
+            ts = int(time.time() * 1000)
+        elif type(timestamp_ms) is int and 0 <= timestamp_ms < checks.TIMESTAMP_LIMIT:
+            ts = timestamp_ms
+        else:
+            raise checks.bad_timestamp(timestamp_ms, topic)
         fut = self._acc.append(topic, partition, ts, k, v, headers, size)
         if fut is None:
             fut = await self._acc.append_wait(
@@ -644,9 +655,9 @@ class AIOKafkaProducer(Generic[K, V]):
         """
         self._check_running()
         self._check_transactional_send()
-        parts = self._metadata.partitions_by_topic.get(topic)
+        parts = self._known_partitions(topic)
         if parts is None:
-            self._metadata.add_topic(topic)
+            self._metadata.add_topic(checks.check_topic(topic))
             self._wakeup()
             raise KafkaError(
                 f"partitions of {topic!r} are not known yet: await send() or "
@@ -654,7 +665,12 @@ class AIOKafkaProducer(Generic[K, V]):
             )
         key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
         partition = self._place(topic, key_bytes, parts, size, partition)
-        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        if timestamp_ms is None:
+            ts = int(time.time() * 1000)
+        elif type(timestamp_ms) is int and 0 <= timestamp_ms < checks.TIMESTAMP_LIMIT:
+            ts = timestamp_ms
+        else:
+            raise checks.bad_timestamp(timestamp_ms, topic)
         fut = self._acc.append(topic, partition, ts, key_bytes, value_bytes, headers, size)
         if fut is None:
             raise BufferFullError(
@@ -666,13 +682,15 @@ class AIOKafkaProducer(Generic[K, V]):
         self, topic: str, key: Any, value: Any, headers: Sequence[Header] | None
     ) -> tuple[bytes | None, bytes | None, int, Sequence[Header] | None]:
         """Serialize and size-check one record (raises for this record only)."""
-        key, value = _serialize(self._key_serializer, self._value_serializer, key, value, topic)
+        key, value = checks.serialize(
+            self._key_serializer, self._value_serializer, key, value, topic
+        )
         size = _RECORD_OVERHEAD
         if key is not None:
             size += len(key)
         if value is not None:
             size += len(value)
-        headers = _check_headers(headers, topic)
+        headers = checks.check_headers(headers, topic)
         if headers is not None:
             for hkey, hvalue in headers:
                 size += 10 + len(hkey) * 4 + (len(hvalue) if hvalue is not None else 0)
@@ -694,11 +712,8 @@ class AIOKafkaProducer(Generic[K, V]):
         """The partition for a record: checked if given, else chosen as Java does."""
         n = len(parts)
         if partition is not None:
-            if not 0 <= partition < n:
-                raise ValueError(
-                    f"partition {partition} is out of range for {topic!r}, "
-                    f"which has {n} partition(s)"
-                )
+            if type(partition) is not int or not 0 <= partition < n:
+                raise checks.bad_partition(partition, topic, n)
             return partition
         if self._partitioner is not None:
             available = self._metadata.cluster.available_partitions_by_topic.get(topic, ())
@@ -730,8 +745,15 @@ class AIOKafkaProducer(Generic[K, V]):
         self._sticky_bytes[topic] = produced
         return partition
 
+    def _known_partitions(self, topic: str) -> tuple[Any, ...] | None:
+        try:
+            return self._metadata.partitions_by_topic.get(topic)
+        except TypeError:  # unhashable: _wait_on_metadata's check names the problem
+            return None
+
     async def _wait_on_metadata(self, topic: str, deadline: float) -> tuple[Any, ...]:
         """Java's waitOnMetadata: ask for the topic, await version bumps until it is known."""
+        checks.check_topic(topic)
         self._check_running()
         metadata = self._metadata
         metadata.add_topic(topic)
@@ -764,7 +786,7 @@ class AIOKafkaProducer(Generic[K, V]):
     async def partitions_for(self, topic: str) -> set[int]:
         """The partition ids of ``topic`` (fetching its metadata if needed)."""
         self._check_running()
-        parts = self._metadata.partitions_by_topic.get(topic)
+        parts = self._known_partitions(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
         return set(range(len(parts)))
@@ -792,7 +814,11 @@ class AIOKafkaProducer(Generic[K, V]):
         """
         self._check_running()
         self._check_transactional_send()
-        parts = self._metadata.partitions_by_topic.get(topic)
+        if not isinstance(batch, BatchBuilder):
+            raise TypeError(
+                f"batch must come from create_batch(), got {type(batch).__name__} (for {topic!r})"
+            )
+        parts = self._known_partitions(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
         partition = self._place_batch(topic, parts, partition)
@@ -833,7 +859,7 @@ class AIOKafkaProducer(Generic[K, V]):
         self._check_running()
         self._check_transactional_send()
         deadline = time.monotonic() + self._max_block  # for the whole call
-        parts = self._metadata.partitions_by_topic.get(topic)
+        parts = self._known_partitions(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, deadline)
         if partition is not None:
@@ -890,7 +916,11 @@ class AIOKafkaProducer(Generic[K, V]):
         cached = hashes.peek
         fast = not self._serializing and self._partitioner is None
         for i in range(lo, hi):
-            k, v = items[i]
+            try:
+                k, v = items[i]
+            except (TypeError, ValueError):
+                delivery.record_failed(i, _not_a_pair(items[i], i, topic))
+                continue
             if (
                 fast
                 and type(k) is bytes
@@ -926,7 +956,12 @@ class AIOKafkaProducer(Generic[K, V]):
         delivery: BulkDelivery,
     ) -> None:
         # With interceptors each record takes send()'s own path, so that they see it.
-        for i, (k, v) in enumerate(items):
+        for i, item in enumerate(items):
+            try:
+                k, v = item
+            except (TypeError, ValueError):
+                delivery.record_failed(i, _not_a_pair(item, i, topic))
+                continue
             try:
                 fut = await self.send(topic, v, k, partition)
             except Exception as e:  # this record only, as in _send_many_bulk
@@ -980,57 +1015,8 @@ def _log_unawaited_failure(task: asyncio.Task[None]) -> None:
         log.warning("%s() failed after its caller was cancelled: %s", task.get_name(), exc)
 
 
-def _serialize(
-    key_serializer: Callable[[Any], bytes | None] | None,
-    value_serializer: Callable[[Any], bytes | None] | None,
-    key: Any,
-    value: Any,
-    topic: str,
-) -> tuple[bytes | None, bytes | None]:
-    """Key and value as bytes (or None), or an error naming what was wrong."""
-    try:
-        if key_serializer is not None:
-            key = key_serializer(key)
-        if value_serializer is not None:
-            value = value_serializer(value)
-    except Exception as e:
-        raise SerializationError(f"cannot serialize a record for {topic!r}: {e!r}") from e
-    if key is not None and type(key) is not bytes:
-        key = _as_bytes(key, "key", topic)
-    if value is not None and type(value) is not bytes:
-        value = _as_bytes(value, "value", topic)
-    return key, value
-
-
-def _as_bytes(data: object, what: str, topic: str) -> bytes:
-    if isinstance(data, bytearray | memoryview):
-        return bytes(data)
-    raise TypeError(
-        f"{what} for {topic!r} must be bytes (or set {what}_serializer), got {type(data).__name__}"
+def _not_a_pair(item: object, index: int, topic: str) -> TypeError:
+    return TypeError(
+        f"records for {topic!r}: record {index} must be a (key, value) pair, "
+        f"got {type(item).__name__}"
     )
-
-
-def _check_headers(headers: Sequence[Header] | None, topic: str) -> Sequence[Header] | None:
-    if not headers:
-        return None
-    if isinstance(headers, str | bytes | dict):
-        raise TypeError(
-            f"headers for {topic!r} must be a list of (str, bytes) pairs, "
-            f"got {type(headers).__name__}"
-        )
-    for item in headers:
-        if not isinstance(item, tuple | list) or len(item) != 2:
-            raise TypeError(
-                f"headers for {topic!r}: each header must be a (str, bytes) pair, got {item!r}"
-            )
-        hkey, hvalue = item
-        if not isinstance(hkey, str):
-            raise TypeError(
-                f"headers for {topic!r}: header key must be str, got {type(hkey).__name__}"
-            )
-        if hvalue is not None and not isinstance(hvalue, bytes | bytearray):
-            raise TypeError(
-                f"headers for {topic!r}: value of header {hkey!r} must be bytes or None, "
-                f"got {type(hvalue).__name__}"
-            )
-    return headers

@@ -90,7 +90,12 @@ cdef class RecordFuture:
     cdef int _state
     cdef bint _log_traceback
     cdef object _outcome
-    cdef object _callbacks  # None, or a list of (fn, context)
+    # The first done callback inline (as asyncio's C Future keeps it): most futures get
+    # exactly one (a Task's wakeup, gather's), and a list and a tuple per future would be
+    # two more objects for the collector to visit.
+    cdef object _cb0
+    cdef object _ctx0
+    cdef object _callbacks  # None, or a list of (fn, context) after the first
     cdef object _cancel_message
     cdef Py_ssize_t _index
     cdef int64_t _timestamp
@@ -171,24 +176,42 @@ cdef class RecordFuture:
             context = _copy_context()
         if self._state != PENDING:
             self._loop.call_soon(fn, self, context=context)
-            return
-        if self._callbacks is None:
-            self._callbacks = [(fn, context)]
+        elif self._cb0 is None:
+            self._cb0 = fn
+            self._ctx0 = context
             _track(self)  # a callback may refer back to this future
+        elif self._callbacks is None:
+            self._callbacks = [(fn, context)]
         else:
             self._callbacks.append((fn, context))
 
     def remove_done_callback(self, fn):
-        if self._callbacks is None:
-            return 0
-        kept = [(f, ctx) for (f, ctx) in self._callbacks if f != fn]
-        removed = len(self._callbacks) - len(kept)
-        self._callbacks = kept or None
+        cdef Py_ssize_t removed = 0
+        if self._cb0 is not None and self._cb0 == fn:
+            self._cb0 = self._ctx0 = None
+            removed = 1
+        if self._callbacks is not None:
+            kept = [(f, ctx) for (f, ctx) in self._callbacks if f != fn]
+            removed += len(self._callbacks) - len(kept)
+            self._callbacks = kept or None
+        if self._cb0 is None and self._callbacks is not None:  # keep the first one inline
+            (self._cb0, self._ctx0), *rest = self._callbacks
+            self._callbacks = rest or None
         return removed
+
+    cdef object _take_callbacks(self):
+        """The callbacks, in order, as a list of (fn, context); None if there are none."""
+        if self._cb0 is None:
+            return None
+        callbacks = [(self._cb0, self._ctx0)]
+        if self._callbacks is not None:
+            callbacks.extend(self._callbacks)
+        self._cb0 = self._ctx0 = self._callbacks = None
+        return callbacks
 
     cdef void _schedule_callbacks(self) except *:
         # The path of cancel() and set_result(): each callback on its own, as asyncio.
-        callbacks, self._callbacks = self._callbacks, None
+        callbacks = self._take_callbacks()
         if callbacks is None:
             return
         call_soon = self._loop.call_soon
@@ -265,31 +288,44 @@ cdef class RecordFuture:
 
 
 cdef void _run_callbacks(object loop, list ready) except *:
-    """Run the done callbacks of a batch's futures: (future, callbacks) pairs, in order."""
+    """Run the done callbacks of a batch's futures, in order.
+
+    ``ready`` holds (future, first callback, its context, further callbacks or None),
+    flattened, four items per future.
+    """
     cdef Py_ssize_t i, j, n = len(ready)
-    cdef list callbacks
-    for i in range(0, n, 2):
+    for i in range(0, n, 4):
         fut = ready[i]
-        callbacks = <list>ready[i + 1]
-        for j in range(len(callbacks)):
-            fn, ctx = callbacks[j]
-            try:
-                ctx.run(fn, fut)
-            except (SystemExit, KeyboardInterrupt):
-                # As a Handle: these stop the loop; the rest still run, later.
-                for fn, ctx in callbacks[j + 1:]:
-                    loop.call_soon(fn, fut, context=ctx)
-                if i + 2 < n:
-                    loop.call_soon(_run_callbacks_handle, loop, ready[i + 2:])
-                raise
-            except BaseException as exc:
-                loop.call_exception_handler(
-                    {
-                        "message": f"Exception in callback {fn!r} of {fut!r}",
-                        "exception": exc,
-                        "future": fut,
-                    }
-                )
+        _run_one(loop, fut, ready[i + 1], ready[i + 2], ready, i, -1)
+        rest = ready[i + 3]
+        if rest is not None:
+            for j in range(len(<list>rest)):
+                fn, ctx = (<list>rest)[j]
+                _run_one(loop, fut, fn, ctx, ready, i, j)
+
+
+cdef inline void _run_one(
+    object loop, object fut, object fn, object ctx, list ready, Py_ssize_t i, Py_ssize_t j
+) except *:
+    try:
+        ctx.run(fn, fut)
+    except (SystemExit, KeyboardInterrupt):
+        # As a Handle: these stop the loop; the callbacks after this one still run, later.
+        rest = ready[i + 3]
+        if rest is not None:
+            for fn, ctx in (<list>rest)[j + 1:]:
+                loop.call_soon(fn, fut, context=ctx)
+        if i + 4 < len(ready):
+            loop.call_soon(_run_callbacks_handle, loop, ready[i + 4:])
+        raise
+    except BaseException as exc:
+        loop.call_exception_handler(
+            {
+                "message": f"Exception in callback {fn!r} of {fut!r}",
+                "exception": exc,
+                "future": fut,
+            }
+        )
 
 
 def _run_callbacks_handle(loop, ready):
@@ -352,12 +388,14 @@ cdef class RecordFutures:
             if state == FAILED:
                 fut._log_traceback = True
                 _track(fut)  # the exception's traceback may lead back to it
-            if fut._callbacks is not None:
+            if fut._cb0 is not None:
                 if ready is None:
                     ready = []
                 ready.append(fut)
+                ready.append(fut._cb0)
+                ready.append(fut._ctx0)
                 ready.append(fut._callbacks)
-                fut._callbacks = None
+                fut._cb0 = fut._ctx0 = fut._callbacks = None
                 if state == BATCH:
                     _untrack(fut)  # its callbacks are gone: nothing left to form a cycle
         self.futures = []  # the batch may be kept a while: not its records' futures

@@ -145,8 +145,7 @@ async def gather_mixed(kit: Any) -> list[Any]:
     everything = good.futures + bad.futures
     outcomes = await asyncio.gather(*everything, return_exceptions=True)
     trace: list[Any] = [
-        tuple(o) if isinstance(o, RecordMetadata) else (type(o).__name__, o.args)
-        for o in outcomes
+        tuple(o) if isinstance(o, RecordMetadata) else (type(o).__name__, o.args) for o in outcomes
     ]
     with pytest.raises(ValueError, match="broker said no") as info:
         await asyncio.gather(*everything)

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import aiokafka_lite
 from aiokafka_lite import delivery, partitioner, records, speedups
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +40,7 @@ needs_build = pytest.mark.skipif(not BUILT, reason="the extension is not built")
 
 PROBE = """
 import json
+import aiokafka_lite
 from aiokafka_lite import delivery, partitioner, records, speedups
 print(json.dumps({
     "compiled": speedups.COMPILED,
@@ -53,7 +55,9 @@ print(json.dumps({
 def probe(**env: str) -> dict[str, Any]:
     """What a fresh interpreter picks, with ``env`` added to this one's environment."""
     environ = {k: v for k, v in os.environ.items() if k != speedups.ENV_VAR}
-    environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), environ.get("PYTHONPATH", "")])
+    # The package this process imported (a source tree or an installed wheel), not ROOT.
+    where = Path(aiokafka_lite.__file__).resolve().parent.parent
+    environ["PYTHONPATH"] = os.pathsep.join([str(where), environ.get("PYTHONPATH", "")])
     out = subprocess.run(
         [sys.executable, "-c", PROBE],
         env={**environ, **env},

@@ -34,8 +34,6 @@ from .structs import DeliveryReport, DeliverySegment, RecordMetadata, TopicParti
 
 __all__ = ["BulkDelivery", "PartitionQueue", "ProducerBatch", "RecordAccumulator"]
 
-_new_tuple = tuple.__new__
-
 # Java's CompressionRatioEstimator constants.
 _RATIO_DETERIORATE = 0.05
 _RATIO_IMPROVE = 0.005
@@ -208,11 +206,7 @@ class ProducerBatch(RecordBatchBuilder):
         step = 1 if base_offset >= 0 else 0
         for fut, ts in zip(self.futures, timestamps, strict=True):
             if fut is not None:
-                # tuple.__new__ skips NamedTuple's Python-level __new__: this
-                # loop runs once per record.
-                md = _new_tuple(
-                    RecordMetadata, (topic, partition, tp, offset, ts, ts_type, log_start_offset)
-                )
+                md = RecordMetadata(topic, partition, tp, offset, ts, ts_type, log_start_offset)
                 try:  # noqa: SIM105 - suppress() would cost a context manager per record
                     fut.set_result(md)
                 except asyncio.InvalidStateError:  # the caller cancelled it

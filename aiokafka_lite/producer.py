@@ -18,10 +18,8 @@ import threading
 import time
 import warnings
 from collections.abc import (
-    Awaitable,
     Callable,
     Coroutine,
-    Generator,
     Iterable,
     Mapping,
     Sequence,
@@ -59,7 +57,7 @@ from .structs import (
     RecordMetadata,
     TopicPartition,
 )
-from .transaction import TransactionManager
+from .transaction import BegunTransaction, TransactionManager
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
 
@@ -408,20 +406,22 @@ class AIOKafkaProducer(Generic[K, V]):
             )
         return txn
 
-    def begin_transaction(self) -> Awaitable[None]:
+    def begin_transaction(self) -> Coroutine[Any, Any, None]:
         """Open a transaction: records sent from now on commit or abort together.
 
         Takes effect at the call; awaiting the result (as with aiokafka) is
         optional, except right after a commit or abort whose caller was
-        cancelled: that one is still finishing, and the awaitable waits for it
-        (at most ``max_block_ms``) before it begins.
+        cancelled: that one is still finishing, and awaiting waits for it (at
+        most ``max_block_ms``) before it begins. Run as a task
+        (``asyncio.create_task(producer.begin_transaction())``) and cancelled
+        before it ran, it leaves no transaction open, as in aiokafka.
         """
         txn = self._transactions()
         ending = self._txn_ending
         if ending is not None and not ending.done():
             return self._begin_after(ending)
         txn.begin()
-        return _COMPLETED
+        return BegunTransaction(txn)
 
     async def _begin_after(self, ending: asyncio.Task[None]) -> None:
         await asyncio.wait({ending}, timeout=self._max_block)
@@ -994,19 +994,6 @@ class Transaction:
             # (Not after a fatal error, or if the block ended the transaction
             # itself: the exception raised says what happened.)
             await self._producer.abort_transaction()
-
-
-class _Completed:
-    """An awaitable that is already done (what ``begin_transaction()`` returns)."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return
-        yield  # a generator: awaiting it returns at once
-
-
-_COMPLETED = _Completed()
 
 
 def _log_unawaited_failure(task: asyncio.Task[None]) -> None:

@@ -36,6 +36,7 @@ moved.
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import enum
 import logging
 import time
@@ -174,6 +175,13 @@ class TransactionManager:
                 "commit or abort it first"
             )
         self.state = TxnState.IN_TRANSACTION
+
+    def unbegin(self) -> None:
+        """Undo :meth:`begin` if the transaction holds nothing yet."""
+        if self.state is TxnState.IN_TRANSACTION and not (
+            self._started or self._added or self._pending or self._acc.has_incomplete()
+        ):
+            self.state = TxnState.READY
 
     def check_can_send(self) -> None:
         """Raise unless records may be appended now (inside an open transaction)."""
@@ -730,3 +738,45 @@ def _offset_topics(
     if not topics:
         raise ValueError("send_offsets_to_transaction(): no offsets given")
     return topics
+
+
+class BegunTransaction(collections.abc.Coroutine[Any, Any, None]):
+    """What ``begin_transaction()`` returns: the transaction has begun at the call.
+
+    Calling ``begin_transaction()`` without awaiting is the documented
+    synchronous form (as a Coroutine subclass, not a native coroutine, this
+    raises no "never awaited" warning). Awaited, or run as a task
+    (``asyncio.create_task(producer.begin_transaction())``), it yields to the
+    loop once, as aiokafka's does; cancelled then, it undoes the begin if
+    nothing was sent in the transaction yet, as aiokafka's never began.
+    """
+
+    __slots__ = ("_txn", "_yielded")
+
+    def __init__(self, txn: TransactionManager) -> None:
+        self._txn = txn
+        self._yielded = False
+
+    def send(self, value: Any) -> Any:
+        if self._yielded:
+            raise StopIteration(None)
+        self._yielded = True
+        return None  # one trip through the event loop
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        exc = typ if isinstance(typ, BaseException) else typ(*(() if val is None else (val,)))
+        if isinstance(exc, asyncio.CancelledError):
+            self._txn.unbegin()
+        raise exc
+
+    def close(self) -> None:
+        pass
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+    def __iter__(self) -> BegunTransaction:
+        return self
+
+    def __await__(self) -> BegunTransaction:
+        return self

@@ -20,11 +20,13 @@ ended. (Tansu does keep it from reading an open transaction: see
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import subprocess
 import sys
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -680,3 +682,37 @@ async def test_cancelled_commit_can_be_awaited_again(
     assert (await fut).offset >= 0
     view = committed_view(await read_log_async(bootstrap, topic, 1))
     assert view.committed == [b"x"]
+
+
+async def test_begin_transaction_as_a_task(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """``create_task(producer.begin_transaction())`` works as with aiokafka: run, it begins;
+    cancelled before it ran, no transaction is open afterwards."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    task = asyncio.create_task(p.begin_transaction())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    with pytest.raises(IllegalStateError, match="begin_transaction"):
+        await p.send(topic, b"outside", partition=0)  # nothing was begun
+    await asyncio.create_task(p.begin_transaction())
+    await p.send(topic, b"inside", partition=0)
+    await asyncio.ensure_future(p.commit_transaction())
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"inside"]
+
+
+async def test_begin_transaction_not_awaited_warns_nothing(
+    bootstrap: str, producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    p = await started(producer_factory, bootstrap, txn_id())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine was never awaited"
+        p.begin_transaction()
+        gc.collect()
+    await p.abort_transaction()

@@ -193,6 +193,8 @@ def test_data_source_makes_writers_that_pickle() -> None:
     # Spark pickles the writer on the driver and unpickles it in every task.
     source = KafkaDataSource({**BOOT, "topic": "t", "summarypath": "/tmp/s.jsonl"})
     assert KafkaDataSource.name() == "aiokafka_lite"
+    with pytest.raises(ValueError, match=r"save mode overwrite is not allowed for Kafka"):
+        source.writer(schema(value=StringType()), overwrite=True)
     for writer in (
         source.writer(schema(value=StringType()), overwrite=False),
         source.streamWriter(schema(value=StringType()), overwrite=True),
@@ -219,7 +221,7 @@ def test_summary_says_when_tasks_were_retried() -> None:
     assert summary.errors == ("partition 2: boom",)
     text = str(summary)
     assert "2 task(s) ran again after 3 failed attempt(s)" in text
-    assert "up to 350 of their rows may have been written twice" in text
+    assert "up to 350 of their rows may have been written more than once" in text
     # Without retries the summary says nothing about them.
     clean = summarize("orders", [reports[0]])
     assert clean.tasks_retried == 0 and "ran again" not in str(clean)

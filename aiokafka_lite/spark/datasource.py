@@ -80,13 +80,18 @@ class KafkaDataSource(DataSource):
         return "aiokafka_lite"
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaArrowWriter:
-        # Kafka cannot be truncated: "overwrite" appends, as with Spark's Kafka sink.
+        if overwrite:
+            raise ValueError(
+                "save mode overwrite is not allowed for Kafka, which cannot be truncated "
+                "(Spark's Kafka sink refuses it too): use .mode('append')"
+            )
         return KafkaArrowWriter(datasource_plan(schema, self.options), summary_path(self.options))
 
     def streamWriter(  # noqa: N802 (pyspark's name)
         self, schema: StructType, overwrite: bool
     ) -> KafkaStreamArrowWriter:
-        # Also called by Spark for every micro-batch's commit: it must stay cheap.
+        # overwrite is the complete output mode: each micro-batch's rows are written, as
+        # by Spark's Kafka sink. Also called for every micro-batch's commit: stay cheap.
         plan = datasource_plan(schema, self.options)
         return KafkaStreamArrowWriter(plan, summary_path(self.options))
 

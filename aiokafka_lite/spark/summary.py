@@ -170,7 +170,7 @@ class WriteSummary:
             text += (
                 f"; {self.tasks_retried} task(s) ran again after {self.attempts_retried} "
                 f"failed attempt(s): up to {self.rows_maybe_duplicated:,} of their rows may "
-                "have been written twice (at-least-once)"
+                "have been written more than once (at-least-once)"
             )
         return text
 

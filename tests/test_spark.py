@@ -16,8 +16,10 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -81,6 +83,65 @@ def test_executors_are_separate_processes_running_this_interpreter(
     seen = ran.collect()
     assert [exe for exe, _ in seen] == [sys.executable] * 2
     assert os.getpid() not in {pid for _, pid in seen}  # not this (the driver's) process
+
+
+def test_cluster_stop_ends_every_process_it_started(tmp_path: Path) -> None:
+    """A private cluster with an application's executor and Python worker busy in a task:
+    stop() leaves none of its processes behind."""
+    if java_runtime() is None:
+        pytest.skip(NO_JAVA)
+    app = tmp_path / "app.py"
+    app.write_text(
+        "import time\n"
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "spark.sparkContext.parallelize([0], 1).map(lambda x: time.sleep(600)).collect()\n"
+    )
+    cluster = StandaloneCluster(workers=1, cores=1, memory="512m", work_dir=tmp_path / "c")
+    cluster.start()
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    driver = subprocess.Popen(
+        [str(submit), "--master", cluster.master_url, "--executor-memory", "512m", str(app)],
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        seen: dict[int, str] = {}
+        while time.monotonic() < deadline:
+            seen = {pid: _cmdline(pid) for pid in cluster.process_ids()}
+            kinds = " ".join(seen.values())
+            if "CoarseGrainedExecutorBackend" in kinds and "pyspark.daemon" in kinds:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"no executor with a Python worker came up: {seen}")
+        started = {pid: _start_time(pid) for pid in seen}
+    finally:
+        cluster.stop()
+        os.killpg(driver.pid, signal.SIGKILL)  # the application's driver: ours, not the cluster's
+        driver.wait(30)
+    alive = [pid for pid, t in started.items() if t is not None and _start_time(pid) == t]
+    assert alive == [], {pid: seen[pid] for pid in alive}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    if stat[stat.rindex(")") + 2] == "Z":  # a zombie has ended, only not been reaped
+        return None
+    return stat[stat.rindex(")") + 2 :].split()[19]
 
 
 def _events(spark: SparkSession, n: int) -> DataFrame:
@@ -328,6 +389,7 @@ def fail_first_attempt_after(batches_ok: int) -> Any:
         doomed = ctx is not None and ctx.partitionId() == 0 and ctx.attemptNumber() == 0
         for i, batch in enumerate(batches):
             if doomed and i == batches_ok:
+                time.sleep(2)  # the sink has delivered what it was given by now
                 raise RuntimeError("upstream failure on the first attempt")
             yield batch
 

@@ -227,7 +227,32 @@ def test_contract_errors_name_the_column_before_any_task_runs(
         with pytest.raises(Exception, match=message):
             writer.mode("append").save()
         assert list(sc.statusTracker().getJobIdsForGroup(group)) == []  # no job ran
+    # (The tracker does see a group's jobs: the check above can fail.)
+    sc.setJobGroup(group := f"control-{uuid.uuid4().hex}", "control")
+    spark.range(3).count()
+    assert list(sc.statusTracker().getJobIdsForGroup(group)) != []
     sc.setJobGroup("", "")
+
+
+def test_stream_contract_errors_stop_the_query_naming_the_column(
+    spark: SparkSession, bootstrap: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "part-0.json").write_text('{"payload": "x"}\n')
+    stream = spark.readStream.schema("payload string").json(str(source))
+    query = (
+        stream.writeStream.format("aiokafka_lite")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", "never-written")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    # Spark plans the sink when the query runs: its first batch fails, before any task.
+    with pytest.raises(Exception, match=r"no 'value' column.*columns: \['payload'\]"):
+        query.awaitTermination(120)
+    assert not query.isActive
 
 
 def test_write_from_another_thread_needs_its_active_session(

@@ -16,6 +16,7 @@ Needs a Java runtime (``java`` on ``PATH`` or ``JAVA_HOME``) and a POSIX system.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -83,6 +84,8 @@ class StandaloneCluster:
             raise ClusterError("no Java runtime: put java on PATH or set JAVA_HOME")
         conf = self.dir / "conf"
         conf.mkdir(parents=True, exist_ok=True)
+        # Its processes live in sessions of their own: end them even if stop() is forgotten.
+        atexit.register(self.stop)
         # No REST submission server: it would take the fixed port 6066.
         (conf / "spark-defaults.conf").write_text("spark.master.rest.enabled false\n")
         try:
@@ -123,6 +126,7 @@ class StandaloneCluster:
             if started is not None and _started(pid) == started:
                 _kill(pid, signal.SIGKILL)
         self._procs.clear()
+        atexit.unregister(self.stop)
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -143,6 +147,10 @@ class StandaloneCluster:
     def pids(self) -> list[int]:
         """The master's and the workers' process ids (in that order)."""
         return [p.pid for p in self._procs]
+
+    def process_ids(self) -> list[int]:
+        """Every process of the cluster: master, workers, and all they started."""
+        return [pid for p in self._procs for pid in (p.pid, *_descendants(p.pid))]
 
     def executor_pids(self, app_id: str) -> list[int]:
         """The executor JVMs of application ``app_id`` (``sparkContext.applicationId``)."""

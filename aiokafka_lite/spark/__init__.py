@@ -19,6 +19,7 @@ Needs the ``spark`` extra (``pyspark>=4``, ``pyarrow``, and pandas < 3, which
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from .cluster import StandaloneCluster
@@ -29,6 +30,9 @@ from .summary import KafkaWriteError, TaskReport, WriteSummary, read_summaries
 
 if TYPE_CHECKING:
     from .datasource import KafkaDataSource
+
+#: the Spark sink's logger (its modules log through it)
+log = logging.getLogger(__name__)
 
 __all__ = [
     "SINK_GROUP_PREFIX",

@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 
 __all__ = ["KafkaArrowWriter", "KafkaCommitMessage", "KafkaDataSource", "KafkaStreamArrowWriter"]
 
-log = logging.getLogger("aiokafka_lite.spark")
+# The Spark sink logs as one documented logger, the package's (README, "Logging").
+_log = logging.getLogger("aiokafka_lite.spark")
 
 
 @dataclass
@@ -120,19 +121,19 @@ class _Reporter:
         if self.summary_path is not None:
             append_summary(self.summary_path, summary)
         if aborted:
-            log.error(
+            _log.error(
                 "aiokafka_lite: %s; %d task(s) failed, Spark gave up the write: rows already "
                 "sent stay in Kafka",
                 summary,
                 unfinished,
             )
         elif summary.rows_failed:
-            log.error("aiokafka_lite: %s", summary)
+            _log.error("aiokafka_lite: %s", summary)
             raise KafkaWriteError(summary)
         elif summary.tasks_retried:
-            log.warning("aiokafka_lite: %s", summary)
+            _log.warning("aiokafka_lite: %s", summary)
         else:
-            log.info("aiokafka_lite: %s", summary)
+            _log.info("aiokafka_lite: %s", summary)
         return summary
 
 

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SINK_GROUP_PREFIX", "write_exactly_once"]
 
-log = logging.getLogger("aiokafka_lite.spark")
+# The Spark sink logs as one documented logger, the package's (README, "Logging").
+_log = logging.getLogger("aiokafka_lite.spark")
 
 #: the consumer group whose committed offset records a writer's last committed batch id
 SINK_GROUP_PREFIX = "aiokafka-lite-sink."
@@ -144,7 +145,7 @@ async def _transaction(plan: Plan, prepared: DataFrame, batch_id: int, report: T
 
 def _log_skip(batch_id: int, transactional_id: str, next_batch: int) -> None:
     if next_batch > batch_id + 1:
-        log.warning(
+        _log.warning(
             "micro-batch %d of %r is older than the last one committed (%d): skipped. "
             "If the query's checkpoint was reset, give the writer a new transactional_id",
             batch_id,
@@ -152,7 +153,7 @@ def _log_skip(batch_id: int, transactional_id: str, next_batch: int) -> None:
             next_batch - 1,
         )
     else:
-        log.info(
+        _log.info(
             "micro-batch %d of %r was committed before: skipped (a replay)",
             batch_id,
             transactional_id,

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["KafkaBatchWriter", "kafka_batch_writer", "write_to_kafka"]
 
-log = logging.getLogger("aiokafka_lite.spark")
+# The Spark sink logs as one documented logger, the package's (README, "Logging").
+_log = logging.getLogger("aiokafka_lite.spark")
 
 
 def write_to_kafka(
@@ -88,7 +89,7 @@ def write_to_kafka(
     reports = [TaskReport.from_row(r) for r in rows]
     summary = summarize(topic, reports, time.monotonic() - start)
     if summary.tasks_retried:
-        log.warning("%s", summary)
+        _log.warning("%s", summary)
     if summary.rows_failed:
         raise KafkaWriteError(summary)
     return summary
@@ -142,7 +143,7 @@ class KafkaBatchWriter:
         self.replays_skipped += summary.replay_skipped
         self.tasks_retried += summary.tasks_retried
         self.rows_maybe_duplicated += summary.rows_maybe_duplicated
-        log.info("micro-batch %d: %s", batch_id, summary)
+        _log.info("micro-batch %d: %s", batch_id, summary)
 
 
 def kafka_batch_writer(

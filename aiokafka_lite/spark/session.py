@@ -61,8 +61,8 @@ def set_active_session(spark: SparkSession) -> None:
     Spark's JVM keeps the active session per thread, and looks data sources up in the
     active session's registry: without one, ``save()`` or ``start()`` from a thread
     other than the session's fails with ``DATA_SOURCE_NOT_FOUND``. PySpark 4 has no
-    Python API for it; this calls the JVM's ``SparkSession.setActiveSession``. Under
-    Spark Connect there is nothing to do (the server runs each call in its session).
+    Python API for it; this calls the JVM's ``SparkSession.setActiveSession``. A Spark
+    Connect session has no JVM in the client: there it does nothing.
     """
     jvm = getattr(spark, "_jvm", None)
     jsession = getattr(spark, "_jsparkSession", None)

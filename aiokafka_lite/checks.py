@@ -22,6 +22,7 @@ __all__ = [
     "bad_timestamp",
     "check_headers",
     "check_topic",
+    "serialization_error",
     "serialize",
 ]
 
@@ -81,12 +82,46 @@ def serialize(
         if value_serializer is not None:
             value = value_serializer(value)
     except Exception as e:
-        raise SerializationError(f"cannot serialize a record for {topic!r}: {e!r}") from e
+        raise serialization_error(e, topic) from e
     if key is not None and type(key) is not bytes:
         key = _as_bytes(key, "key", topic)
     if value is not None and type(value) is not bytes:
         value = _as_bytes(value, "value", topic)
     return key, value
+
+
+# SerializationError subclasses that are also the built-in category of what the
+# serializer raised (ValueError, TypeError, ...), made on first use.
+_CATEGORIZED: dict[type[BaseException], type[SerializationError]] = {}
+
+
+def serialization_error(cause: Exception, topic: str) -> SerializationError:
+    """A SerializationError that is also the built-in category of ``cause``.
+
+    aiokafka lets a serializer's exception through unchanged, so code written
+    for it catches ``ValueError`` or ``TypeError`` there: those clauses keep
+    catching. The serializer's own exception is the ``__cause__``.
+    """
+    category = next(c for c in type(cause).__mro__ if c.__module__ == "builtins")
+    cls = _CATEGORIZED.get(category)
+    if cls is None:
+        cls = SerializationError
+        if category not in (Exception, BaseException):
+            try:
+                cls = type(
+                    "SerializationError",
+                    (SerializationError, category),
+                    # Pickled as a plain SerializationError (this class has no import path).
+                    {"__module__": SerializationError.__module__, "__reduce__": _plain},
+                )
+            except TypeError:  # a category with its own instance layout (OSError)
+                cls = SerializationError
+        _CATEGORIZED[category] = cls
+    return cls(f"cannot serialize a record for {topic!r}: {cause!r}")
+
+
+def _plain(error: SerializationError) -> tuple[type[SerializationError], tuple[Any, ...]]:
+    return SerializationError, error.args
 
 
 def _as_bytes(data: object, what: str, topic: str) -> bytes:

@@ -101,3 +101,10 @@ def drop_acks_sentinel(config: dict[str, Any]) -> None:
     sentinel = getattr(module, "_missing", None) if module is not None else None
     if sentinel is not None and config["acks"] is sentinel:
         del config["acks"]
+
+
+def is_aiokafka_default_partitioner(partitioner: object) -> bool:
+    """aiokafka's own default (FastStream passes it explicitly) is our built-in one:
+    murmur2 for keys, any available partition for keyless records."""
+    cls = type(partitioner)
+    return cls.__name__ == "DefaultPartitioner" and cls.__module__ == "aiokafka.partitioner"

@@ -167,8 +167,7 @@ class BatchBuilder:
         return 0 if self._builder is None else self._builder.count
 
     def _take(self) -> RecordBatchBuilder:
-        if self._builder is None or not self._builder.count:
-            raise ValueError("cannot send an empty batch")
+        assert self._builder is not None  # send_batch checked it holds records
         builder, self._builder = self._builder, None
         self._closed = True
         return builder
@@ -209,7 +208,9 @@ class AIOKafkaProducer(Generic[K, V]):
         self._config = cfg
         self._key_serializer = serializers.resolve(cfg.key_serializer)
         self._value_serializer = serializers.resolve(cfg.value_serializer)
-        self._partitioner: Callable[..., int] | None = cfg.partitioner
+        self._partitioner: Callable[..., int] | None = (
+            None if compat.is_aiokafka_default_partitioner(cfg.partitioner) else cfg.partitioner
+        )
         self._serializing = cfg.key_serializer is not None or cfg.value_serializer is not None
         self._max_block = cfg.max_block_ms / 1000
         self._max_request_size = cfg.max_request_size
@@ -222,15 +223,9 @@ class AIOKafkaProducer(Generic[K, V]):
         self._sticky = StickyPartitioner()
         self._sticky_bytes: dict[str, int] = {}
         self._interceptors = tuple(cfg.interceptors)
-        if self._interceptors:
-            # Bound on the instance so that send()'s own hot path needs no
-            # "any interceptors?" check for the producers that have none.
-            self.send = self._send_intercepted  # type: ignore[method-assign]
-        if cfg.transactional_id is not None:
-            # Same trick: only transactional producers pay for the "inside a
-            # transaction?" check, and it wraps whichever send is in place.
-            self._send_unchecked = self.send
-            self.send = self._send_in_transaction  # type: ignore[method-assign]
+        # Whether send() has work beyond the plain path: interceptors to run, or
+        # a transaction to check. One test per record for the producers without.
+        self._wrapped = bool(self._interceptors) or cfg.transactional_id is not None
         self._state = _NEW
         self._txn_ending: asyncio.Task[None] | None = None  # a commit or abort under way
         self._fatal: KafkaError | None = None
@@ -262,9 +257,15 @@ class AIOKafkaProducer(Generic[K, V]):
     # -- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect to the cluster and start the sender task."""
+        """Connect to the cluster and start the sender task.
+
+        Calling it again once started does nothing (as in aiokafka); after
+        :meth:`stop` it raises :class:`ProducerClosedError`.
+        """
+        if self._state in (_STARTED, _FAILED):
+            return
         if self._state != _NEW:
-            raise IllegalStateError("start() may be called once per producer")
+            raise ProducerClosedError("start(): the producer is stopped; create a new one")
         cfg = self._config
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.current_thread().name
@@ -334,8 +335,15 @@ class AIOKafkaProducer(Generic[K, V]):
             self._state = _CLOSED
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Send everything buffered now, and wait until all of it is delivered or failed."""
-        self._check_running()
+        """Send everything buffered now, and wait until all of it is delivered or failed.
+
+        Before :meth:`start` and after :meth:`stop` nothing is buffered: it returns at once.
+        """
+        if self._state != _STARTED:
+            if self._state == _FAILED and self._fatal is not None:
+                raise self._fatal
+            return
+        self._check_loop()
         self._acc.begin_flush()
         self._wakeup()
         try:
@@ -480,21 +488,6 @@ class AIOKafkaProducer(Generic[K, V]):
         """``async with producer.transaction():`` begins; commits, or aborts on an exception."""
         return Transaction(self)
 
-    def _send_in_transaction(
-        self,
-        topic: str,
-        value: V | None = None,
-        key: K | None = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[Header] | None = None,
-    ) -> Coroutine[Any, Any, asyncio.Future[RecordMetadata]]:
-        # Not a coroutine itself: it checks, then hands back send()'s
-        # coroutine, so `await producer.send(...)` costs no extra frame.
-        if self._state == _STARTED:
-            self._sender.transactions.check_can_send()  # type: ignore[union-attr]
-        return self._send_unchecked(topic, value, key, partition, timestamp_ms, headers)
-
     def _check_transactional_send(self) -> None:
         txn = self._sender.transactions if self._state == _STARTED else None
         if txn is not None:
@@ -558,65 +551,62 @@ class AIOKafkaProducer(Generic[K, V]):
         """
         if self._state != _STARTED or _running_loop() is not self._loop:
             self._check_running()
-        parts = self._known_partitions(topic)
-        if parts is None:
-            parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
-        # Untyped locals from here: serializers turn K and V into bytes.
-        k: Any = key
-        v: Any = value
-        if (
-            self._serializing
-            or headers
-            or (k is not None and type(k) is not bytes)
-            or (v is not None and type(v) is not bytes)
-        ):
-            k, v, size, headers = self._prepare(topic, k, v, headers)
-        else:  # plain bytes: the common case, sized inline
-            size = _RECORD_OVERHEAD
-            if k is not None:
-                size += len(k)
-            if v is not None:
-                size += len(v)
-            if size > self._max_request_size:
-                self._prepare(topic, k, v, headers)  # raises, naming the topic
-            headers = None
-        if partition is None and k is not None and self._partitioner is None:
-            # keyed: the common case, with the hash cache's hit path inline
-            h = self._hash_peek(k)
-            partition = (self._hashes.hash(k) if h is None else h) % len(parts)
-        else:
-            partition = self._place(topic, k, parts, size, partition)
-        if timestamp_ms is None:
-            ts = int(time.time() * 1000)
-        elif type(timestamp_ms) is int and 0 <= timestamp_ms < checks.TIMESTAMP_LIMIT:
-            ts = timestamp_ms
-        else:
-            raise checks.bad_timestamp(timestamp_ms, topic)
-        fut = self._acc.append(topic, partition, ts, k, v, headers, size)
-        if fut is None:
-            fut = await self._acc.append_wait(
-                topic, partition, ts, k, v, headers, size, self._max_block
-            )
-        return fut
-
-    async def _send_intercepted(
-        self,
-        topic: str,
-        value: V | None = None,
-        key: K | None = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[Header] | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
-        record = run_on_send(
-            self._interceptors, ProducerRecord(topic, value, key, partition, timestamp_ms, headers)
-        )
+        if self._wrapped:  # a transaction to check, or interceptors to run
+            self._check_transactional_send()
+            if self._interceptors:
+                topic, value, key, partition, timestamp_ms, headers = run_on_send(
+                    self._interceptors,
+                    ProducerRecord(topic, value, key, partition, timestamp_ms, headers),
+                )
         try:
-            fut = await AIOKafkaProducer.send(self, *record)
+            try:
+                parts = self._metadata.partitions_by_topic.get(topic)
+            except TypeError:  # unhashable: _wait_on_metadata's check names the problem
+                parts = None
+            if parts is None:
+                parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
+            # Untyped locals from here: serializers turn K and V into bytes.
+            k: Any = key
+            v: Any = value
+            if (
+                self._serializing
+                or headers
+                or (k is not None and type(k) is not bytes)
+                or (v is not None and type(v) is not bytes)
+            ):
+                k, v, size, headers = self._prepare(topic, k, v, headers)
+            else:  # plain bytes: the common case, sized inline
+                size = _RECORD_OVERHEAD
+                if k is not None:
+                    size += len(k)
+                if v is not None:
+                    size += len(v)
+                if size > self._max_request_size:
+                    self._prepare(topic, k, v, headers)  # raises, naming the topic
+                headers = None
+            if partition is None and k is not None and self._partitioner is None:
+                # keyed: the common case, with the hash cache's hit path inline
+                h = self._hash_peek(k)
+                partition = (self._hashes.hash(k) if h is None else h) % len(parts)
+            else:
+                partition = self._place(topic, k, parts, size, partition)
+            if timestamp_ms is None:
+                ts = int(time.time() * 1000)
+            elif type(timestamp_ms) is int and 0 <= timestamp_ms < checks.TIMESTAMP_LIMIT:
+                ts = timestamp_ms
+            else:
+                raise checks.bad_timestamp(timestamp_ms, topic)
+            fut = self._acc.append(topic, partition, ts, k, v, headers, size)
+            if fut is None:
+                fut = await self._acc.append_wait(
+                    topic, partition, ts, k, v, headers, size, self._max_block
+                )
         except Exception as e:
-            run_on_acknowledgement(self._interceptors, None, e)
+            if self._interceptors:
+                run_on_acknowledgement(self._interceptors, None, e)
             raise
-        fut.add_done_callback(self._acknowledge)
+        if self._interceptors:
+            fut.add_done_callback(self._acknowledge)
         return fut
 
     def _acknowledge(self, fut: asyncio.Future[RecordMetadata]) -> None:
@@ -810,7 +800,7 @@ class AIOKafkaProducer(Generic[K, V]):
 
         With ``partition=None`` the partitioner picks it (as for a keyless
         record, as aiokafka does). The future resolves to the metadata of the
-        batch's first record.
+        batch's first record (to None for an empty batch, which sends nothing).
         """
         self._check_running()
         self._check_transactional_send()
@@ -822,6 +812,12 @@ class AIOKafkaProducer(Generic[K, V]):
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
         partition = self._place_batch(topic, parts, partition)
+        if not batch.record_count():
+            # Nothing to send: resolved at once, to None (as aiokafka's).
+            batch.close()
+            empty: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+            empty.set_result(None)  # type: ignore[arg-type]
+            return empty
         if batch.size() > self._max_request_size:
             # A batch's first record is always accepted, so one big record can
             # make it larger than the broker would take.

@@ -274,6 +274,8 @@ class TransactionManager:
         self._check_usable(op)
         if self.state is not TxnState.IN_TRANSACTION:
             raise IllegalStateError(f"{op}(): no transaction is open ({self.state.value})")
+        if not isinstance(group_id, str) or not group_id:
+            raise ValueError(f"{op}(): group_id must be a non-empty str, got {group_id!r}")
         topics = _offset_topics(offsets)
         self._enter(op)
         try:
@@ -720,24 +722,38 @@ def _take_committed(
 def _offset_topics(
     offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
 ) -> dict[str, dict[int, OffsetAndMetadata]]:
+    """The offsets by topic and partition. A value is an offset, or an ``(offset,
+    metadata)`` pair (our OffsetAndMetadata, aiokafka's, or a plain tuple), as aiokafka's."""
+    if not isinstance(offsets, Mapping):
+        raise TypeError(
+            "send_offsets_to_transaction(): offsets must be a dict of TopicPartition -> offset, "
+            f"got {type(offsets).__name__}"
+        )
     topics: dict[str, dict[int, OffsetAndMetadata]] = {}
     for tp, value in offsets.items():
+        if not isinstance(tp, tuple) or len(tp) != 2:
+            raise TypeError(f"offsets: keys must be TopicPartition, got {tp!r}")
         topic, partition = tp
-        if isinstance(value, OffsetAndMetadata):
-            om = value
-        elif isinstance(value, int) and not isinstance(value, bool):
-            om = OffsetAndMetadata(value, "")
-        else:
-            raise TypeError(
-                f"offset for {topic}[{partition}] must be an int or OffsetAndMetadata, "
-                f"got {type(value).__name__}"
-            )
+        om = _offset_and_metadata(value, topic, partition)
         if om.offset < 0:
             raise ValueError(f"offset for {topic}[{partition}] must be >= 0, got {om.offset}")
         topics.setdefault(topic, {})[partition] = om
     if not topics:
         raise ValueError("send_offsets_to_transaction(): no offsets given")
     return topics
+
+
+def _offset_and_metadata(value: object, topic: str, partition: int) -> OffsetAndMetadata:
+    if type(value) is int:
+        return OffsetAndMetadata(value, "")
+    if isinstance(value, tuple) and len(value) == 2:
+        offset, metadata = value
+        if type(offset) is int and isinstance(metadata, str):
+            return OffsetAndMetadata(offset, metadata)
+    raise TypeError(
+        f"offset for {topic}[{partition}] must be an int or an (offset, metadata) pair such as "
+        f"OffsetAndMetadata, got {value!r}"
+    )
 
 
 class BegunTransaction(collections.abc.Coroutine[Any, Any, None]):

@@ -22,6 +22,8 @@ import aiokafka  # type: ignore[import-untyped]
 import aiokafka.errors as ak_errors  # type: ignore[import-untyped]
 import pytest
 from aiokafka.producer.producer import _missing  # type: ignore[import-untyped]
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as CkTopicPartition
 from conftest import TopicFactory
 from readers import read_all_confluent
 
@@ -161,3 +163,85 @@ def test_no_warning_for_a_producer_never_started() -> None:
         warnings.simplefilter("error")
         producer = aiokafka_lite.AIOKafkaProducer()
         del producer
+
+
+async def test_a_subclass_overriding_send_is_called(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """Wrapping send() in a subclass (tracing, metrics) works for every kind of producer,
+    interceptors and transactions included, and the base class's checks still apply."""
+    topic = topic_factory(1)
+    seen: list[bytes] = []
+    acknowledged: list[int] = []
+
+    class Counting:
+        def on_send(self, record: Any) -> Any:
+            return record
+
+        def on_acknowledgement(self, metadata: Any, exception: BaseException | None) -> None:
+            acknowledged.append(metadata.offset)
+
+    class Traced(aiokafka_lite.AIOKafkaProducer[bytes, bytes]):
+        async def send(self, topic: str, value: Any = None, *args: Any, **kw: Any) -> Any:
+            seen.append(value)
+            return await super().send(topic, value, *args, **kw)
+
+    async with Traced(
+        bootstrap_servers=bootstrap, transactional_id=f"t-{topic}", interceptors=[Counting()]
+    ) as p:
+        with pytest.raises(aiokafka_lite.errors.IllegalStateError, match="begin_transaction"):
+            await p.send(topic, b"outside")
+        async with p.transaction():
+            await (await p.send(topic, b"inside"))
+    assert seen == [b"outside", b"inside"]
+    assert acknowledged == [0]
+
+
+async def test_empty_batch_resolves_to_none(make: Factory, topic_factory: TopicFactory) -> None:
+    topic = topic_factory(1)
+    producer = make()
+    await producer.start()
+    assert await (await producer.send_batch(producer.create_batch(), topic, partition=0)) is None
+
+
+async def test_flush_and_start_outside_the_running_state(make: Factory) -> None:
+    producer = make()
+    await producer.flush()  # before start: nothing to flush
+    await producer.start()
+    await producer.start()  # a second start does nothing
+    assert (await producer.send_and_wait("parity-start", b"v")).offset >= 0
+    await producer.stop()
+    await producer.flush()  # after stop: nothing to flush
+    with pytest.raises(ak_errors.ProducerClosed):
+        await producer.send("parity-start", b"late")
+
+
+async def test_send_offsets_takes_aiokafka_shapes(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """Offsets as ints, ``(offset, metadata)`` tuples or aiokafka's own OffsetAndMetadata,
+    and a bad group id refused at the call, as aiokafka's send_offsets_to_transaction."""
+    topic = topic_factory(2)
+    tp0, tp1 = aiokafka.structs.TopicPartition(topic, 0), aiokafka.structs.TopicPartition(topic, 1)
+    async with aiokafka_lite.AIOKafkaProducer(
+        bootstrap_servers=bootstrap, transactional_id=f"offsets-{topic}"
+    ) as p:
+        await p.begin_transaction()
+        with pytest.raises(ValueError, match="group_id"):
+            await p.send_offsets_to_transaction({tp0: 1}, "")
+        with pytest.raises(TypeError, match="offset for"):
+            await p.send_offsets_to_transaction({tp0: "1"}, "group")
+        await p.send_offsets_to_transaction(
+            {tp0: (5, "meta"), tp1: aiokafka.structs.OffsetAndMetadata(7, "m")}, "group"
+        )
+        await p.commit_transaction()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "group", "log_level": 3})
+    try:
+        committed = await asyncio.to_thread(
+            consumer.committed, [CkTopicPartition(topic, 0), CkTopicPartition(topic, 1)], 15
+        )
+    finally:
+        consumer.close()
+    # (Offsets only: Tansu keeps no commit metadata; confluent-kafka's consumer reads the
+    # metadata of its own commits back empty there too.)
+    assert {tp.partition: tp.offset for tp in committed} == {0: 5, 1: 7}

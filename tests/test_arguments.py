@@ -10,6 +10,8 @@ pending, and ``stop()`` returns at once.
 from __future__ import annotations
 
 import asyncio
+import json
+import pickle
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -183,3 +185,33 @@ async def test_a_serializer_failure_is_named(bootstrap: str, topic_factory: Topi
     async with AIOKafkaProducer(bootstrap_servers=bootstrap, value_serializer=boom) as p:
         with pytest.raises(SerializationError, match=f"{topic}.*cannot"):
             await p.send(topic, "x")
+
+
+@pytest.mark.parametrize(
+    ("failing", "category"),
+    [
+        (lambda value: json.loads("{"), ValueError),  # JSONDecodeError, a ValueError
+        (lambda value: value.encode(), AttributeError),
+        (lambda value: {}[value], KeyError),
+        (lambda value: b"" + value, TypeError),
+    ],
+)
+async def test_serializer_errors_keep_their_category(
+    bootstrap: str, topic_factory: TopicFactory, failing: Any, category: type[Exception]
+) -> None:
+    """aiokafka lets a serializer's exception through, so code written for it catches its
+    built-in category (``except ValueError``); ours is a SerializationError of that category."""
+    topic = topic_factory(1)
+
+    def serializer(value: Any) -> bytes:
+        return value if isinstance(value, bytes) else failing(value)
+
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, value_serializer=serializer) as p:
+        with pytest.raises(category) as info:
+            await p.send(topic, 5)
+        assert isinstance(info.value, SerializationError)
+        assert topic in str(info.value) and info.value.__cause__ is not None
+        copy = pickle.loads(pickle.dumps(info.value))
+        assert isinstance(copy, SerializationError) and copy.args == info.value.args
+        good = await p.send(topic, b"good")
+    assert (await good).offset == 0

@@ -339,6 +339,7 @@ class BrokerResponseError(KafkaError, aiokafka=("BrokerResponseError",)):
 
     errno: ClassVar[int]
     name: ClassVar[str]
+    description: ClassVar[str] = "an error code returned by a broker"
 
     message: str | None
     topic: str | None

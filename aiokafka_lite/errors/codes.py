@@ -166,6 +166,7 @@ def _declare(row: str) -> type[BrokerResponseError]:
         {
             "__module__": __package__,
             "__doc__": f"{kafka_name} ({code}); Java ``{java}``.",
+            "description": f"the broker answered {kafka_name} ({code}); Java's {java}",
             "errno": int(code),
             "name": kafka_name,
             "retriable": flags[0] == "R",

@@ -494,7 +494,7 @@ async def test_offsets_refused_spoil_the_transaction(
     with pytest.raises(TransactionAbortRequiredError, match="GROUP_AUTHORIZATION_FAILED"):
         await p.commit_transaction()
     await p.abort_transaction()
-    with pytest.raises(TypeError, match="int or OffsetAndMetadata"):
+    with pytest.raises(TypeError, match="an int or an .offset, metadata. pair"):
         p.begin_transaction()
         await p.send_offsets_to_transaction({TopicPartition(topic, 0): "1"}, "g")  # type: ignore[dict-item]
     await p.commit_transaction()  # the bad call changed nothing

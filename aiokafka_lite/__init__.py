@@ -2,8 +2,9 @@
 
 from ._version import __version__
 from .admin import NewTopic, create_topics
+from .compat import patch_aiokafka
 from .config import ProducerConfig
-from .errors import KafkaError, KafkaTimeoutError
+from .errors import IllegalOperation, KafkaError, KafkaTimeoutError
 from .interceptors import ProducerInterceptor, ProducerRecord
 from .producer import AIOKafkaProducer, BatchBuilder
 from .structs import OffsetAndMetadata, RecordMetadata, TopicPartition
@@ -11,6 +12,7 @@ from .structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 __all__ = [
     "AIOKafkaProducer",
     "BatchBuilder",
+    "IllegalOperation",
     "KafkaError",
     "KafkaTimeoutError",
     "NewTopic",
@@ -22,4 +24,5 @@ __all__ = [
     "TopicPartition",
     "__version__",
     "create_topics",
+    "patch_aiokafka",
 ]

@@ -34,8 +34,6 @@ from .structs import DeliveryReport, DeliverySegment, RecordMetadata, TopicParti
 
 __all__ = ["BulkDelivery", "PartitionQueue", "ProducerBatch", "RecordAccumulator"]
 
-_new_tuple = tuple.__new__
-
 # Java's CompressionRatioEstimator constants.
 _RATIO_DETERIORATE = 0.05
 _RATIO_IMPROVE = 0.005
@@ -218,14 +216,11 @@ class ProducerBatch(RecordBatchBuilder):
             ts_type = TIMESTAMP_CREATE_TIME
             timestamps = self.timestamps
         offset = base_offset
-        step = 1 if base_offset >= 0 else 0  # acks=0 reports -1 for every record
+        # No offset known (a duplicate's answer may carry none): -1 for every record.
+        step = 1 if base_offset >= 0 else 0
         for fut, ts in zip(self.futures, timestamps, strict=True):
             if fut is not None:
-                # tuple.__new__ skips NamedTuple's Python-level __new__: this
-                # loop runs once per record.
-                md = _new_tuple(
-                    RecordMetadata, (topic, partition, tp, offset, ts, ts_type, log_start_offset)
-                )
+                md = RecordMetadata(topic, partition, tp, offset, ts, ts_type, log_start_offset)
                 try:  # noqa: SIM105 - suppress() would cost a context manager per record
                     fut.set_result(md)
                 except asyncio.InvalidStateError:  # the caller cancelled it
@@ -234,6 +229,18 @@ class ProducerBatch(RecordBatchBuilder):
         if self.bulk is not None:
             for delivery, slots in self.bulk.items():
                 delivery.batch_completed(tp, base_offset, log_start_offset, log_append_time, slots)
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def complete_unacknowledged(self) -> None:
+        """acks=0: written to the socket, nothing more is known. Each record's
+        future resolves to None (as aiokafka's); a send_many() report has offset -1."""
+        for fut in self.futures:
+            if fut is not None and not fut.done():
+                fut.set_result(None)  # type: ignore[arg-type]
+        if self.bulk is not None:
+            for delivery, slots in self.bulk.items():
+                delivery.batch_completed(self.queue.tp, -1, -1, -1, slots)
         if not self.done.done():
             self.done.set_result(None)
 
@@ -401,7 +408,13 @@ class RecordAccumulator:
                     batch.full = True
         if not added:
             batch = self._new_batch(q, timestamp)
-            added = BATCH_HEADER_SIZE + batch.append(timestamp, key, value, headers, q.batch_limit)
+            try:
+                added = BATCH_HEADER_SIZE + batch.append(
+                    timestamp, key, value, headers, q.batch_limit
+                )
+            except BaseException:
+                self._discard_empty(batch)  # never leave an empty batch in the queue
+                raise
         added += SEND_RECORD_MEMORY
         batch.memory += added
         self.used += added - reserved
@@ -545,6 +558,10 @@ class RecordAccumulator:
         # A new batch starts a linger timer: the sender has something to schedule.
         self._wakeup()
         return batch
+
+    def _discard_empty(self, batch: ProducerBatch) -> None:
+        self.discard_queued(batch)
+        self._incomplete.discard(batch)
 
     async def append_wait(
         self,

@@ -71,7 +71,7 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=1 << 30)] = 16384
     buffer_memory: Annotated[int, msgspec.Meta(ge=1024, le=INT64_MAX)] = 32 * 1024 * 1024
     # A request frame's size prefix is an int32.
-    max_request_size: Annotated[int, msgspec.Meta(ge=1024, le=INT32_MAX)] = 1024 * 1024
+    max_request_size: Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)] = 1024 * 1024
     max_block_ms: _Ms = 60000
     request_timeout_ms: _Int32Ms = 30000  # Produce's int32 timeout_ms
     delivery_timeout_ms: _Int32Ms = 120000
@@ -155,8 +155,6 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
                 raise ConfigError("compression_level is set but compression_type is not")
         else:
             codec.check_level(self.compression_level)
-        if self.max_request_size < 64:
-            raise ConfigError("max_request_size is too small to hold a record batch")
         parse_bootstrap(self.bootstrap_servers)
         security.check_config(self)
 
@@ -299,6 +297,11 @@ def _translate(key: str, value: Any) -> tuple[str, Any]:
         return "acks", int(value)
     if name == "security_protocol" and isinstance(value, str):  # librdkafka takes lower case
         return name, value.upper()
+    if _ALIASES.get(name, name) == "sasl_mechanism" and value == "GSSAPI":
+        raise ConfigError(
+            f"{key}='GSSAPI': Kerberos is not supported by aiokafka_lite; use 'PLAIN', "
+            "'SCRAM-SHA-256', 'SCRAM-SHA-512' or 'OAUTHBEARER'"
+        )
     if name == "ssl_endpoint_identification_algorithm":
         if not isinstance(value, str) or value.lower() not in ("https", "none", ""):
             raise ConfigError(f"{key}: expected 'https' or 'none', got {value!r}")

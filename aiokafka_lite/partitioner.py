@@ -10,7 +10,9 @@ from __future__ import annotations
 import random
 import struct
 from collections.abc import Callable, Sequence
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+from . import speedups
 
 __all__ = [
     "KeyHashCache",
@@ -186,3 +188,14 @@ class StickyPartitioner:
         skip = choices.index(exclude)
         i = self._rng.randrange(count - 1)
         return choices[i + 1 if i >= skip else i]
+
+
+# The compiled murmur2 (_cpartitioner.pyx) replaces the three functions when it was built
+# (see aiokafka_lite.speedups); KeyHashCache calls _murmur2_u32 through this module's
+# globals, so it uses whichever is in place. The pure ones stay reachable for tests.
+py_murmur2, py_default_partition, py_murmur2_u32 = murmur2, default_partition, _murmur2_u32
+_compiled = speedups.compiled_module("_cpartitioner")
+if _compiled is not None and not TYPE_CHECKING:
+    murmur2 = _compiled.murmur2
+    default_partition = _compiled.default_partition
+    _murmur2_u32 = _compiled.murmur2_u32

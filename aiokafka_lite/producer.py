@@ -13,15 +13,23 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import random
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import (
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
-from . import serializers
+from . import checks, compat, serializers
 from .accumulator import BulkDelivery, RecordAccumulator
 from .client import NetworkClient
 from .compression import Compressor, get_codec
@@ -35,7 +43,6 @@ from .errors import (
     ProducerClosedError,
     ProducerNotStartedError,
     RecordTooLargeError,
-    SerializationError,
     WrongEventLoopError,
     error_from_response,
 )
@@ -43,8 +50,14 @@ from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .partitioner import KeyHashCache, StickyPartitioner
 from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header, RecordBatchBuilder
 from .sender import Sender
-from .structs import DeliveryReport, OffsetAndMetadata, RecordMetadata, TopicPartition
-from .transaction import TransactionManager
+from .structs import (
+    BatchRecordMetadata,
+    DeliveryReport,
+    OffsetAndMetadata,
+    RecordMetadata,
+    TopicPartition,
+)
+from .transaction import BegunTransaction, TransactionManager
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
 
@@ -81,32 +94,71 @@ _running_loop = asyncio.get_running_loop
 
 
 class BatchBuilder:
-    """Records for one partition built ahead of time (aiokafka's ``create_batch``)."""
+    """Records for one partition built ahead of time (aiokafka's ``create_batch``).
+
+    ``append`` serializes with the producer's serializers and returns the
+    record's :class:`BatchRecordMetadata`, or None once the batch is full or
+    closed; :meth:`close` takes no more records. :meth:`AIOKafkaProducer.send_batch`
+    sends it (and closes it).
+    """
 
     def __init__(
-        self, batch_size: int, compress: Compressor | None = None, codec_id: int = 0
+        self,
+        batch_size: int,
+        compress: Compressor | None = None,
+        codec_id: int = 0,
+        *,
+        key_serializer: Callable[[Any], bytes | None] | None = None,
+        value_serializer: Callable[[Any], bytes | None] | None = None,
     ) -> None:
         self._limit = batch_size
         self._compress = compress
         self._codec_id = codec_id
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
         self._builder: RecordBatchBuilder | None = None
+        self._closed = False
 
     def append(
         self,
         *,
-        key: bytes | None = None,
-        value: bytes | None = None,
+        key: Any = None,
+        value: Any = None,
         timestamp: int | None = None,
         headers: Sequence[Header] | None = None,
-    ) -> int | None:
-        """Add a record; return its encoded size, or None when the batch is full."""
-        ts = int(time.time() * 1000) if timestamp is None else timestamp
+    ) -> BatchRecordMetadata | None:
+        """Add a record; None (nothing added) when the batch is full or closed.
+
+        ``timestamp`` is in milliseconds since the epoch (None: now).
+        """
+        if self._closed:
+            return None
+        key, value = checks.serialize(
+            self._key_serializer, self._value_serializer, key, value, "batch"
+        )
+        headers = checks.check_headers(headers, "batch")
+        if timestamp is None:
+            ts = int(time.time() * 1000)
+        elif type(timestamp) is int and 0 <= timestamp < checks.TIMESTAMP_LIMIT:
+            ts = timestamp
+        else:
+            raise checks.bad_timestamp(timestamp, "batch")
         builder = self._builder
         if builder is None:
             builder = self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
-        if headers is not None:
-            headers = _check_headers(headers, "batch")
-        return builder.append(ts, key, value, headers, self._limit) or None
+        offset = builder.count
+        added = builder.append(ts, key, value, headers, self._limit)
+        if not added:
+            self._closed = True  # as aiokafka: a full batch takes no more records
+            return None
+        return BatchRecordMetadata(offset, added, ts)
+
+    def close(self) -> None:
+        """Take no more records (``append`` returns None from now on)."""
+        self._closed = True
+
+    def closed(self) -> bool:
+        return self._closed
 
     def size(self) -> int:
         return 0 if self._builder is None else len(self._builder.buf)
@@ -115,9 +167,9 @@ class BatchBuilder:
         return 0 if self._builder is None else self._builder.count
 
     def _take(self) -> RecordBatchBuilder:
-        if self._builder is None or not self._builder.count:
-            raise ValueError("cannot send an empty batch")
+        assert self._builder is not None  # send_batch checked it holds records
         builder, self._builder = self._builder, None
+        self._closed = True
         return builder
 
 
@@ -130,12 +182,19 @@ class AIOKafkaProducer(Generic[K, V]):
         loop: asyncio.AbstractEventLoop | None = None,
         key_serializer: Callable[[K], bytes | None] | str | None = None,
         value_serializer: Callable[[V], bytes | None] | str | None = None,
+        api_version: str | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
         **config: Any,
     ) -> None:
         # The serializers are named here (not only in **config) so that type
         # checkers infer K and V from them: send() then takes what they take.
-        if loop is not None:
-            log.warning("the loop argument is ignored; the running loop is used (as in aiokafka)")
+        # loop, api_version and the Kerberos names are aiokafka's; they change
+        # nothing here (the versions are negotiated per broker, and GSSAPI is
+        # refused by ProducerConfig), but code written for aiokafka passes them.
+        compat.warn_deprecated(loop, api_version)
+        compat.drop_acks_sentinel(config)
+        del sasl_kerberos_service_name, sasl_kerberos_domain_name
         if key_serializer is not None:
             config["key_serializer"] = key_serializer
         if value_serializer is not None:
@@ -149,7 +208,9 @@ class AIOKafkaProducer(Generic[K, V]):
         self._config = cfg
         self._key_serializer = serializers.resolve(cfg.key_serializer)
         self._value_serializer = serializers.resolve(cfg.value_serializer)
-        self._partitioner: Callable[..., int] | None = cfg.partitioner
+        self._partitioner: Callable[..., int] | None = (
+            None if compat.is_aiokafka_default_partitioner(cfg.partitioner) else cfg.partitioner
+        )
         self._serializing = cfg.key_serializer is not None or cfg.value_serializer is not None
         self._max_block = cfg.max_block_ms / 1000
         self._max_request_size = cfg.max_request_size
@@ -162,16 +223,11 @@ class AIOKafkaProducer(Generic[K, V]):
         self._sticky = StickyPartitioner()
         self._sticky_bytes: dict[str, int] = {}
         self._interceptors = tuple(cfg.interceptors)
-        if self._interceptors:
-            # Bound on the instance so that send()'s own hot path needs no
-            # "any interceptors?" check for the producers that have none.
-            self.send = self._send_intercepted  # type: ignore[method-assign]
-        if cfg.transactional_id is not None:
-            # Same trick: only transactional producers pay for the "inside a
-            # transaction?" check, and it wraps whichever send is in place.
-            self._send_unchecked = self.send
-            self.send = self._send_in_transaction  # type: ignore[method-assign]
+        # Whether send() has work beyond the plain path: interceptors to run, or
+        # a transaction to check. One test per record for the producers without.
+        self._wrapped = bool(self._interceptors) or cfg.transactional_id is not None
         self._state = _NEW
+        self._txn_ending: asyncio.Task[None] | None = None  # a commit or abort under way
         self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = ""
@@ -183,12 +239,33 @@ class AIOKafkaProducer(Generic[K, V]):
     def config(self) -> ProducerConfig:
         return self._config
 
+    @property
+    def _closed(self) -> bool:
+        # aiokafka's flag, read by frameworks (FastStream): set once stop() begins.
+        return self._state in (_CLOSING, _CLOSED)
+
+    def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
+        # As aiokafka: a producer dropped while running holds sockets and
+        # undelivered records. (One never started holds nothing: no warning.)
+        if getattr(self, "_state", _NEW) not in (_STARTED, _FAILED):
+            return
+        _warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, source=self)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_exception_handler({"producer": self, "message": "Unclosed AIOKafkaProducer"})
+
     # -- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect to the cluster and start the sender task."""
+        """Connect to the cluster and start the sender task.
+
+        Calling it again once started does nothing (as in aiokafka); after
+        :meth:`stop` it raises :class:`ProducerClosedError`.
+        """
+        if self._state in (_STARTED, _FAILED):
+            return
         if self._state != _NEW:
-            raise IllegalStateError("start() may be called once per producer")
+            raise ProducerClosedError("start(): the producer is stopped; create a new one")
         cfg = self._config
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.current_thread().name
@@ -258,8 +335,15 @@ class AIOKafkaProducer(Generic[K, V]):
             self._state = _CLOSED
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Send everything buffered now, and wait until all of it is delivered or failed."""
-        self._check_running()
+        """Send everything buffered now, and wait until all of it is delivered or failed.
+
+        Before :meth:`start` and after :meth:`stop` nothing is buffered: it returns at once.
+        """
+        if self._state != _STARTED:
+            if self._state == _FAILED and self._fatal is not None:
+                raise self._fatal
+            return
+        self._check_loop()
         self._acc.begin_flush()
         self._wakeup()
         try:
@@ -330,8 +414,30 @@ class AIOKafkaProducer(Generic[K, V]):
             )
         return txn
 
-    def begin_transaction(self) -> None:
-        """Open a transaction: records sent from now on commit or abort together."""
+    def begin_transaction(self) -> Coroutine[Any, Any, None]:
+        """Open a transaction: records sent from now on commit or abort together.
+
+        Takes effect at the call; awaiting the result (as with aiokafka) is
+        optional, except right after a commit or abort whose caller was
+        cancelled: that one is still finishing, and awaiting waits for it (at
+        most ``max_block_ms``) before it begins. Run as a task
+        (``asyncio.create_task(producer.begin_transaction())``) and cancelled
+        before it ran, it leaves no transaction open, as in aiokafka.
+        """
+        txn = self._transactions()
+        ending = self._txn_ending
+        if ending is not None and not ending.done():
+            return self._begin_after(ending)
+        txn.begin()
+        return BegunTransaction(txn)
+
+    async def _begin_after(self, ending: asyncio.Task[None]) -> None:
+        await asyncio.wait({ending}, timeout=self._max_block)
+        if not ending.done():
+            raise KafkaTimeoutError(
+                f"begin_transaction(): {ending.get_name()}() did not finish within "
+                f"max_block_ms ({self._config.max_block_ms} ms)"
+            )
         self._transactions().begin()
 
     async def commit_transaction(self) -> None:
@@ -339,14 +445,33 @@ class AIOKafkaProducer(Generic[K, V]):
 
         If a record failed, raises :class:`TransactionAbortRequiredError` (the
         failure is its cause): call :meth:`abort_transaction`. If it times out
-        (``max_block_ms``), it may be called again.
+        (``max_block_ms``), it may be called again. Cancelling the caller does
+        not stop the commit: it finishes in the background, as in aiokafka.
         """
-        await self._transactions().commit()
+        await self._end_transaction("commit_transaction", self._transactions().commit)
 
     async def abort_transaction(self) -> None:
         """Drop unsent records, then abort: no record of the transaction is ever read
-        by a ``read_committed`` consumer."""
-        await self._transactions().abort()
+        by a ``read_committed`` consumer. Cancelling the caller does not stop the abort."""
+        await self._end_transaction("abort_transaction", self._transactions().abort)
+
+    async def _end_transaction(
+        self, name: str, op: Callable[[], Coroutine[Any, Any, None]]
+    ) -> None:
+        # The commit or abort runs as a task of its own, awaited through a
+        # shield: a caller's timeout or cancellation cannot stop it half-way
+        # (which would leave the transaction neither committed nor aborted).
+        running = self._txn_ending
+        if running is not None and not running.done() and running.get_name() == name:
+            task = running  # called again (after a cancelled call, or concurrently): join it
+        else:
+            # op() checks the state and raises at once, or begins the commit/abort.
+            task = self._txn_ending = asyncio.get_running_loop().create_task(op(), name=name)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_log_unawaited_failure)
+            raise
 
     async def send_offsets_to_transaction(
         self,
@@ -363,21 +488,6 @@ class AIOKafkaProducer(Generic[K, V]):
         """``async with producer.transaction():`` begins; commits, or aborts on an exception."""
         return Transaction(self)
 
-    def _send_in_transaction(
-        self,
-        topic: str,
-        value: V | None = None,
-        key: K | None = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[Header] | None = None,
-    ) -> Coroutine[Any, Any, asyncio.Future[RecordMetadata]]:
-        # Not a coroutine itself: it checks, then hands back send()'s
-        # coroutine, so `await producer.send(...)` costs no extra frame.
-        if self._state == _STARTED:
-            self._sender.transactions.check_can_send()  # type: ignore[union-attr]
-        return self._send_unchecked(topic, value, key, partition, timestamp_ms, headers)
-
     def _check_transactional_send(self) -> None:
         txn = self._sender.transactions if self._state == _STARTED else None
         if txn is not None:
@@ -387,6 +497,9 @@ class AIOKafkaProducer(Generic[K, V]):
         # Java's close() does the same: what was not committed never becomes
         # visible, and the coordinator need not wait for transaction_timeout_ms.
         txn = self._sender.transactions
+        ending = self._txn_ending
+        if ending is not None and not ending.done():
+            await asyncio.wait({ending}, timeout=timeout)  # a cancelled commit/abort finishes
         if txn is None or not txn.open:
             return
         log.info("aborting the open transaction of %r on stop()", txn.transactional_id)
@@ -438,60 +551,62 @@ class AIOKafkaProducer(Generic[K, V]):
         """
         if self._state != _STARTED or _running_loop() is not self._loop:
             self._check_running()
-        parts = self._metadata.partitions_by_topic.get(topic)
-        if parts is None:
-            parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
-        # Untyped locals from here: serializers turn K and V into bytes.
-        k: Any = key
-        v: Any = value
-        if (
-            self._serializing
-            or headers
-            or (k is not None and type(k) is not bytes)
-            or (v is not None and type(v) is not bytes)
-        ):
-            k, v, size, headers = self._prepare(topic, k, v, headers)
-        else:  # plain bytes: the common case, sized inline
-            size = _RECORD_OVERHEAD
-            if k is not None:
-                size += len(k)
-            if v is not None:
-                size += len(v)
-            if size > self._max_request_size:
-                self._prepare(topic, k, v, headers)  # raises, naming the topic
-            headers = None
-        if partition is None and k is not None and self._partitioner is None:
-            # keyed: the common case, with the hash cache's hit path inline
-            h = self._hash_peek(k)
-            partition = (self._hashes.hash(k) if h is None else h) % len(parts)
-        else:
-            partition = self._place(topic, k, parts, size, partition)
-        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-        fut = self._acc.append(topic, partition, ts, k, v, headers, size)
-        if fut is None:
-            fut = await self._acc.append_wait(
-                topic, partition, ts, k, v, headers, size, self._max_block
-            )
-        return fut
-
-    async def _send_intercepted(
-        self,
-        topic: str,
-        value: V | None = None,
-        key: K | None = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[Header] | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
-        record = run_on_send(
-            self._interceptors, ProducerRecord(topic, value, key, partition, timestamp_ms, headers)
-        )
+        if self._wrapped:  # a transaction to check, or interceptors to run
+            self._check_transactional_send()
+            if self._interceptors:
+                topic, value, key, partition, timestamp_ms, headers = run_on_send(
+                    self._interceptors,
+                    ProducerRecord(topic, value, key, partition, timestamp_ms, headers),
+                )
         try:
-            fut = await AIOKafkaProducer.send(self, *record)
+            try:
+                parts = self._metadata.partitions_by_topic.get(topic)
+            except TypeError:  # unhashable: _wait_on_metadata's check names the problem
+                parts = None
+            if parts is None:
+                parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
+            # Untyped locals from here: serializers turn K and V into bytes.
+            k: Any = key
+            v: Any = value
+            if (
+                self._serializing
+                or headers
+                or (k is not None and type(k) is not bytes)
+                or (v is not None and type(v) is not bytes)
+            ):
+                k, v, size, headers = self._prepare(topic, k, v, headers)
+            else:  # plain bytes: the common case, sized inline
+                size = _RECORD_OVERHEAD
+                if k is not None:
+                    size += len(k)
+                if v is not None:
+                    size += len(v)
+                if size > self._max_request_size:
+                    self._prepare(topic, k, v, headers)  # raises, naming the topic
+                headers = None
+            if partition is None and k is not None and self._partitioner is None:
+                # keyed: the common case, with the hash cache's hit path inline
+                h = self._hash_peek(k)
+                partition = (self._hashes.hash(k) if h is None else h) % len(parts)
+            else:
+                partition = self._place(topic, k, parts, size, partition)
+            if timestamp_ms is None:
+                ts = int(time.time() * 1000)
+            elif type(timestamp_ms) is int and 0 <= timestamp_ms < checks.TIMESTAMP_LIMIT:
+                ts = timestamp_ms
+            else:
+                raise checks.bad_timestamp(timestamp_ms, topic)
+            fut = self._acc.append(topic, partition, ts, k, v, headers, size)
+            if fut is None:
+                fut = await self._acc.append_wait(
+                    topic, partition, ts, k, v, headers, size, self._max_block
+                )
         except Exception as e:
-            run_on_acknowledgement(self._interceptors, None, e)
+            if self._interceptors:
+                run_on_acknowledgement(self._interceptors, None, e)
             raise
-        fut.add_done_callback(self._acknowledge)
+        if self._interceptors:
+            fut.add_done_callback(self._acknowledge)
         return fut
 
     def _acknowledge(self, fut: asyncio.Future[RecordMetadata]) -> None:
@@ -530,9 +645,9 @@ class AIOKafkaProducer(Generic[K, V]):
         """
         self._check_running()
         self._check_transactional_send()
-        parts = self._metadata.partitions_by_topic.get(topic)
+        parts = self._known_partitions(topic)
         if parts is None:
-            self._metadata.add_topic(topic)
+            self._metadata.add_topic(checks.check_topic(topic))
             self._wakeup()
             raise KafkaError(
                 f"partitions of {topic!r} are not known yet: await send() or "
@@ -540,7 +655,12 @@ class AIOKafkaProducer(Generic[K, V]):
             )
         key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
         partition = self._place(topic, key_bytes, parts, size, partition)
-        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        if timestamp_ms is None:
+            ts = int(time.time() * 1000)
+        elif type(timestamp_ms) is int and 0 <= timestamp_ms < checks.TIMESTAMP_LIMIT:
+            ts = timestamp_ms
+        else:
+            raise checks.bad_timestamp(timestamp_ms, topic)
         fut = self._acc.append(topic, partition, ts, key_bytes, value_bytes, headers, size)
         if fut is None:
             raise BufferFullError(
@@ -552,23 +672,15 @@ class AIOKafkaProducer(Generic[K, V]):
         self, topic: str, key: Any, value: Any, headers: Sequence[Header] | None
     ) -> tuple[bytes | None, bytes | None, int, Sequence[Header] | None]:
         """Serialize and size-check one record (raises for this record only)."""
-        try:
-            if self._key_serializer is not None:
-                key = self._key_serializer(key)
-            if self._value_serializer is not None:
-                value = self._value_serializer(value)
-        except Exception as e:
-            raise SerializationError(f"cannot serialize a record for {topic!r}: {e!r}") from e
-        if key is not None and type(key) is not bytes:
-            key = _as_bytes(key, "key", topic)
-        if value is not None and type(value) is not bytes:
-            value = _as_bytes(value, "value", topic)
+        key, value = checks.serialize(
+            self._key_serializer, self._value_serializer, key, value, topic
+        )
         size = _RECORD_OVERHEAD
         if key is not None:
             size += len(key)
         if value is not None:
             size += len(value)
-        headers = _check_headers(headers, topic)
+        headers = checks.check_headers(headers, topic)
         if headers is not None:
             for hkey, hvalue in headers:
                 size += 10 + len(hkey) * 4 + (len(hvalue) if hvalue is not None else 0)
@@ -590,11 +702,8 @@ class AIOKafkaProducer(Generic[K, V]):
         """The partition for a record: checked if given, else chosen as Java does."""
         n = len(parts)
         if partition is not None:
-            if not 0 <= partition < n:
-                raise ValueError(
-                    f"partition {partition} is out of range for {topic!r}, "
-                    f"which has {n} partition(s)"
-                )
+            if type(partition) is not int or not 0 <= partition < n:
+                raise checks.bad_partition(partition, topic, n)
             return partition
         if self._partitioner is not None:
             available = self._metadata.cluster.available_partitions_by_topic.get(topic, ())
@@ -605,6 +714,13 @@ class AIOKafkaProducer(Generic[K, V]):
         if key is not None:
             return self._hashes.hash(bytes(key)) % n
         return self._sticky_partition(topic, n, size)
+
+    def _place_batch(self, topic: str, parts: Sequence[Any], partition: int | None) -> int:
+        if partition is not None or self._partitioner is not None:
+            return self._place(topic, None, parts, 0, partition)
+        # A whole batch: any available partition (aiokafka picks one at random too).
+        available = self._metadata.cluster.available_partitions_by_topic.get(topic)
+        return random.choice(available) if available else random.randrange(len(parts))
 
     def _sticky_partition(self, topic: str, n: int, size: int) -> int:
         # KIP-794: keyless records stick to one partition until about a batch
@@ -619,8 +735,15 @@ class AIOKafkaProducer(Generic[K, V]):
         self._sticky_bytes[topic] = produced
         return partition
 
+    def _known_partitions(self, topic: str) -> tuple[Any, ...] | None:
+        try:
+            return self._metadata.partitions_by_topic.get(topic)
+        except TypeError:  # unhashable: _wait_on_metadata's check names the problem
+            return None
+
     async def _wait_on_metadata(self, topic: str, deadline: float) -> tuple[Any, ...]:
         """Java's waitOnMetadata: ask for the topic, await version bumps until it is known."""
+        checks.check_topic(topic)
         self._check_running()
         metadata = self._metadata
         metadata.add_topic(topic)
@@ -657,7 +780,7 @@ class AIOKafkaProducer(Generic[K, V]):
     async def partitions_for(self, topic: str) -> set[int]:
         """The partition ids of ``topic`` (fetching its metadata if needed)."""
         self._check_running()
-        parts = self._metadata.partitions_by_topic.get(topic)
+        parts = self._known_partitions(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
         return set(range(len(parts)))
@@ -666,22 +789,39 @@ class AIOKafkaProducer(Generic[K, V]):
 
     def create_batch(self) -> BatchBuilder:
         """An empty batch to fill with ``append`` and send with :meth:`send_batch`."""
-        return BatchBuilder(self._batch_size, self._compress, self._codec_id)
+        return BatchBuilder(
+            self._batch_size,
+            self._compress,
+            self._codec_id,
+            key_serializer=self._key_serializer,
+            value_serializer=self._value_serializer,
+        )
 
     async def send_batch(
-        self, batch: BatchBuilder, topic: str, *, partition: int
+        self, batch: BatchBuilder, topic: str, *, partition: int | None
     ) -> asyncio.Future[RecordMetadata]:
         """Send a batch built with :meth:`create_batch` to one partition.
 
-        The future resolves to the metadata of the batch's first record.
+        With ``partition=None`` the partitioner picks it (as for a keyless
+        record, as aiokafka does). The future resolves to the metadata of the
+        batch's first record (to None for an empty batch, which sends nothing).
         """
         self._check_running()
         self._check_transactional_send()
-        parts = self._metadata.partitions_by_topic.get(topic)
+        if not isinstance(batch, BatchBuilder):
+            raise TypeError(
+                f"batch must come from create_batch(), got {type(batch).__name__} (for {topic!r})"
+            )
+        parts = self._known_partitions(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
-        if not 0 <= partition < len(parts):
-            raise ValueError(f"partition {partition} is out of range for {topic!r}")
+        partition = self._place_batch(topic, parts, partition)
+        if not batch.record_count():
+            # Nothing to send: resolved at once, to None (as aiokafka's).
+            batch.close()
+            empty: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+            empty.set_result(None)  # type: ignore[arg-type]
+            return empty
         if batch.size() > self._max_request_size:
             # A batch's first record is always accepted, so one big record can
             # make it larger than the broker would take.
@@ -719,7 +859,7 @@ class AIOKafkaProducer(Generic[K, V]):
         self._check_running()
         self._check_transactional_send()
         deadline = time.monotonic() + self._max_block  # for the whole call
-        parts = self._metadata.partitions_by_topic.get(topic)
+        parts = self._known_partitions(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, deadline)
         if partition is not None:
@@ -776,7 +916,11 @@ class AIOKafkaProducer(Generic[K, V]):
         cached = hashes.peek
         fast = not self._serializing and self._partitioner is None
         for i in range(lo, hi):
-            k, v = items[i]
+            try:
+                k, v = items[i]
+            except (TypeError, ValueError):
+                delivery.record_failed(i, _not_a_pair(items[i], i, topic))
+                continue
             if (
                 fast
                 and type(k) is bytes
@@ -812,7 +956,12 @@ class AIOKafkaProducer(Generic[K, V]):
         delivery: BulkDelivery,
     ) -> None:
         # With interceptors each record takes send()'s own path, so that they see it.
-        for i, (k, v) in enumerate(items):
+        for i, item in enumerate(items):
+            try:
+                k, v = item
+            except (TypeError, ValueError):
+                delivery.record_failed(i, _not_a_pair(item, i, topic))
+                continue
             try:
                 fut = await self.send(topic, v, k, partition)
             except Exception as e:  # this record only, as in _send_many_bulk
@@ -828,7 +977,7 @@ class Transaction:
         self._producer = producer
 
     async def __aenter__(self) -> Transaction:
-        self._producer.begin_transaction()
+        await self._producer.begin_transaction()
         return self
 
     async def __aexit__(
@@ -847,35 +996,14 @@ class Transaction:
             await self._producer.abort_transaction()
 
 
-def _as_bytes(data: object, what: str, topic: str) -> bytes:
-    if isinstance(data, bytearray | memoryview):
-        return bytes(data)
-    raise TypeError(
-        f"{what} for {topic!r} must be bytes (or set {what}_serializer), got {type(data).__name__}"
+def _log_unawaited_failure(task: asyncio.Task[None]) -> None:
+    # Its caller was cancelled, so nobody else will see how it ended.
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.warning("%s() failed after its caller was cancelled: %s", task.get_name(), exc)
+
+
+def _not_a_pair(item: object, index: int, topic: str) -> TypeError:
+    return TypeError(
+        f"records for {topic!r}: record {index} must be a (key, value) pair, "
+        f"got {type(item).__name__}"
     )
-
-
-def _check_headers(headers: Sequence[Header] | None, topic: str) -> Sequence[Header] | None:
-    if not headers:
-        return None
-    if isinstance(headers, str | bytes | dict):
-        raise TypeError(
-            f"headers for {topic!r} must be a list of (str, bytes) pairs, "
-            f"got {type(headers).__name__}"
-        )
-    for item in headers:
-        if not isinstance(item, tuple | list) or len(item) != 2:
-            raise TypeError(
-                f"headers for {topic!r}: each header must be a (str, bytes) pair, got {item!r}"
-            )
-        hkey, hvalue = item
-        if not isinstance(hkey, str):
-            raise TypeError(
-                f"headers for {topic!r}: header key must be str, got {type(hkey).__name__}"
-            )
-        if hvalue is not None and not isinstance(hvalue, bytes | bytearray):
-            raise TypeError(
-                f"headers for {topic!r}: value of header {hkey!r} must be bytes or None, "
-                f"got {type(hvalue).__name__}"
-            )
-    return headers

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import crc32c
 
+from . import speedups
 from .compression import Compressor
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "NO_SEQUENCE",
     "RECORD_OVERHEAD",
     "Header",
+    "PyRecordBatchBuilder",
     "RecordBatchBuilder",
     "encode_varint",
     "record_size",
@@ -287,3 +290,11 @@ class RecordBatchBuilder:
         )
         _CRC.pack_into(buf, 17, crc32c.crc32c(memoryview(buf)[21:]))
         return buf
+
+
+# The pure class stays reachable (tests compare the two byte for byte); the compiled
+# twin in _crecords.pyx takes its name when it was built (see aiokafka_lite.speedups).
+PyRecordBatchBuilder = RecordBatchBuilder
+_compiled = speedups.compiled_module("_crecords")
+if _compiled is not None and not TYPE_CHECKING:
+    RecordBatchBuilder = _compiled.RecordBatchBuilder

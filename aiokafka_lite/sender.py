@@ -422,7 +422,7 @@ class Sender:
             response = fut.result()
             if response is None:  # acks=0: nothing to wait for
                 for batch in batches.values():
-                    self._finish(batch, base_offset=-1)
+                    self._finish(batch, unacknowledged=True)
             else:
                 self._handle_response(batches, response, node_id, now)
 
@@ -741,12 +741,15 @@ class Sender:
         append_time: int = -1,
         log_start_offset: int = -1,
         error: BaseException | None = None,
+        unacknowledged: bool = False,
     ) -> None:
         if batch not in self._in_flight:
             return  # already finished (e.g. aborted by stop before its answer came)
         self._in_flight.discard(batch)
         self._acc.in_flight_done(batch)
-        if error is None:
+        if unacknowledged:
+            batch.complete_unacknowledged()
+        elif error is None:
             if self._idem is not None and batch.base_sequence >= 0:
                 self._idem.acknowledged(batch.queue.tp, batch.base_sequence, batch.count)
             batch.complete(base_offset, append_time, log_start_offset)

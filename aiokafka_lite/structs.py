@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple, overload
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, NamedTuple, SupportsIndex, overload
 
-__all__ = ["DeliveryReport", "OffsetAndMetadata", "RecordMetadata", "TopicPartition"]
+import msgspec
+
+__all__ = [
+    "BatchRecordMetadata",
+    "DeliveryReport",
+    "OffsetAndMetadata",
+    "RecordMetadata",
+    "TopicPartition",
+]
+
+_astuple = msgspec.structs.astuple
 
 
 class TopicPartition(NamedTuple):
@@ -13,8 +23,15 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
-class RecordMetadata(NamedTuple):
-    """Where a record landed. ``timestamp_type`` is 0 for CreateTime, 1 for LogAppendTime."""
+class RecordMetadata(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """Where a record landed. ``timestamp_type`` is 0 for CreateTime, 1 for LogAppendTime.
+
+    Read like aiokafka's (a named tuple): by attribute, by index, by unpacking, with
+    ``_replace``, ``_asdict`` and ``_fields``; it compares equal to another
+    ``RecordMetadata`` of the same values. It is not a ``tuple`` subclass: a producer
+    makes one per record, and unlike tuples these are never tracked by the cyclic
+    garbage collector (``gc=False``: they hold only strings and integers).
+    """
 
     topic: str
     partition: int
@@ -23,6 +40,51 @@ class RecordMetadata(NamedTuple):
     timestamp: int
     timestamp_type: int
     log_start_offset: int
+
+    # -- named-tuple reading, for code written against aiokafka's RecordMetadata ---------
+
+    _fields: ClassVar[tuple[str, ...]] = (
+        "topic",
+        "partition",
+        "topic_partition",
+        "offset",
+        "timestamp",
+        "timestamp_type",
+        "log_start_offset",
+    )
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Any, ...]: ...
+    def __getitem__(self, index: SupportsIndex | slice) -> Any:
+        return _astuple(self)[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(_astuple(self))
+
+    def __len__(self) -> int:
+        return 7
+
+    def _replace(self, **changes: Any) -> RecordMetadata:
+        return msgspec.structs.replace(self, **changes)
+
+    def _asdict(self) -> dict[str, Any]:
+        return msgspec.structs.asdict(self)
+
+
+class BatchRecordMetadata(NamedTuple):
+    """What ``BatchBuilder.append`` returns for a record it took (aiokafka's shape):
+    its offset within the batch, its encoded size in bytes, its timestamp in ms."""
+
+    offset: int
+    size: int
+    timestamp: int
+
+    @property
+    def crc(self) -> None:
+        """Record batches v2 have one CRC per batch, none per record (None, as aiokafka)."""
+        return None
 
 
 class DeliverySegment(NamedTuple):

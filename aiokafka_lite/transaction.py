@@ -36,10 +36,11 @@ moved.
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import enum
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
 from .accumulator import PartitionQueue, RecordAccumulator
@@ -175,6 +176,13 @@ class TransactionManager:
             )
         self.state = TxnState.IN_TRANSACTION
 
+    def unbegin(self) -> None:
+        """Undo :meth:`begin` if the transaction holds nothing yet."""
+        if self.state is TxnState.IN_TRANSACTION and not (
+            self._started or self._added or self._pending or self._acc.has_incomplete()
+        ):
+            self.state = TxnState.READY
+
     def check_can_send(self) -> None:
         """Raise unless records may be appended now (inside an open transaction)."""
         if self.state is TxnState.IN_TRANSACTION:
@@ -187,14 +195,22 @@ class TransactionManager:
             )
         raise IllegalStateError(f"cannot send: the transaction is {self.state.value}")
 
-    async def commit(self) -> None:
-        """Deliver every record of the transaction, then EndTxn(commit)."""
+    def commit(self) -> Coroutine[Any, Any, None]:
+        """Deliver every record of the transaction, then EndTxn(commit).
+
+        The state changes at the call (so sends are refused from then on);
+        the returned coroutine does the rest.
+        """
         op = "commit_transaction"
         self._check_usable(op)
         if self.state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             raise IllegalStateError(f"{op}(): no transaction to commit ({self.state.value})")
         self._enter(op)
         self.state = TxnState.COMMITTING
+        return self._commit()
+
+    async def _commit(self) -> None:
+        op = "commit_transaction"
         try:
             await self._delivered_within_max_block()
             if self.state is not TxnState.COMMITTING:
@@ -212,8 +228,11 @@ class TransactionManager:
             self._busy = None
         self._completed()
 
-    async def abort(self) -> None:
-        """Drop unsent records, wait for in-flight ones, then EndTxn(abort)."""
+    def abort(self) -> Coroutine[Any, Any, None]:
+        """Drop unsent records, wait for in-flight ones, then EndTxn(abort).
+
+        The state changes at the call; the returned coroutine does the rest.
+        """
         op = "abort_transaction"
         if self.state is TxnState.FATAL_ERROR:
             self._check_usable(op)
@@ -225,6 +244,9 @@ class TransactionManager:
             raise IllegalStateError(f"{op}(): no transaction to abort ({self.state.value})")
         self._enter(op)
         self.state = TxnState.ABORTING
+        return self._abort()
+
+    async def _abort(self) -> None:
         try:
             self._drop_unsent()
             await self._flush()  # what is in flight lands (and is aborted) or fails
@@ -252,6 +274,8 @@ class TransactionManager:
         self._check_usable(op)
         if self.state is not TxnState.IN_TRANSACTION:
             raise IllegalStateError(f"{op}(): no transaction is open ({self.state.value})")
+        if not isinstance(group_id, str) or not group_id:
+            raise ValueError(f"{op}(): group_id must be a non-empty str, got {group_id!r}")
         topics = _offset_topics(offsets)
         self._enter(op)
         try:
@@ -698,21 +722,77 @@ def _take_committed(
 def _offset_topics(
     offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
 ) -> dict[str, dict[int, OffsetAndMetadata]]:
+    """The offsets by topic and partition. A value is an offset, or an ``(offset,
+    metadata)`` pair (our OffsetAndMetadata, aiokafka's, or a plain tuple), as aiokafka's."""
+    if not isinstance(offsets, Mapping):
+        raise TypeError(
+            "send_offsets_to_transaction(): offsets must be a dict of TopicPartition -> offset, "
+            f"got {type(offsets).__name__}"
+        )
     topics: dict[str, dict[int, OffsetAndMetadata]] = {}
     for tp, value in offsets.items():
+        if not isinstance(tp, tuple) or len(tp) != 2:
+            raise TypeError(f"offsets: keys must be TopicPartition, got {tp!r}")
         topic, partition = tp
-        if isinstance(value, OffsetAndMetadata):
-            om = value
-        elif isinstance(value, int) and not isinstance(value, bool):
-            om = OffsetAndMetadata(value, "")
-        else:
-            raise TypeError(
-                f"offset for {topic}[{partition}] must be an int or OffsetAndMetadata, "
-                f"got {type(value).__name__}"
-            )
+        om = _offset_and_metadata(value, topic, partition)
         if om.offset < 0:
             raise ValueError(f"offset for {topic}[{partition}] must be >= 0, got {om.offset}")
         topics.setdefault(topic, {})[partition] = om
     if not topics:
         raise ValueError("send_offsets_to_transaction(): no offsets given")
     return topics
+
+
+def _offset_and_metadata(value: object, topic: str, partition: int) -> OffsetAndMetadata:
+    if type(value) is int:
+        return OffsetAndMetadata(value, "")
+    if isinstance(value, tuple) and len(value) == 2:
+        offset, metadata = value
+        if type(offset) is int and isinstance(metadata, str):
+            return OffsetAndMetadata(offset, metadata)
+    raise TypeError(
+        f"offset for {topic}[{partition}] must be an int or an (offset, metadata) pair such as "
+        f"OffsetAndMetadata, got {value!r}"
+    )
+
+
+class BegunTransaction(collections.abc.Coroutine[Any, Any, None]):
+    """What ``begin_transaction()`` returns: the transaction has begun at the call.
+
+    Calling ``begin_transaction()`` without awaiting is the documented
+    synchronous form (as a Coroutine subclass, not a native coroutine, this
+    raises no "never awaited" warning). Awaited, or run as a task
+    (``asyncio.create_task(producer.begin_transaction())``), it yields to the
+    loop once, as aiokafka's does; cancelled then, it undoes the begin if
+    nothing was sent in the transaction yet, as aiokafka's never began.
+    """
+
+    __slots__ = ("_txn", "_yielded")
+
+    def __init__(self, txn: TransactionManager) -> None:
+        self._txn = txn
+        self._yielded = False
+
+    def send(self, value: Any) -> Any:
+        if self._yielded:
+            raise StopIteration(None)
+        self._yielded = True
+        return None  # one trip through the event loop
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        exc = typ if isinstance(typ, BaseException) else typ(*(() if val is None else (val,)))
+        if isinstance(exc, asyncio.CancelledError):
+            self._txn.unbegin()
+        raise exc
+
+    def close(self) -> None:
+        pass
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+    def __iter__(self) -> BegunTransaction:
+        return self
+
+    def __await__(self) -> BegunTransaction:
+        return self

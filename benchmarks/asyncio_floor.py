@@ -6,8 +6,10 @@ for gather one done-callback registered and one ``call_soon`` + handle run when
 the future resolves. This script does exactly that and nothing else: ``send()``
 only creates and returns a future, and a resolver sets results in batches of
 140 (about a 16 KiB batch of 100-byte records), yielding between batches as a
-sender would. Its records/s is an upper bound for any producer with this API
-on this interpreter and machine, to compare with librdkafka's W1 figure.
+sender would. Its records/s is an upper bound for a producer whose futures are
+``asyncio.Future`` objects resolved one by one; futures resolved per batch (the
+compiled ``aiokafka_lite.delivery`` twin) go further: ``benchmarks/micro.py``
+measures both side by side.
 
     python benchmarks/asyncio_floor.py [--uvloop] [--records N]
 """

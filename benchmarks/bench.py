@@ -2,9 +2,10 @@
 
 Run from the repository root::
 
-    python benchmarks/bench.py --quick                    # W1-W6, small N, about 1 min
+    python benchmarks/bench.py --quick                    # W1-W6, small N, one run, ~1 min
     python benchmarks/bench.py --workloads W1 --clients aiokafka_lite,aiokafka,confluent
-    python benchmarks/bench.py --repeat 3                 # median of 3 interleaved runs
+    python benchmarks/bench.py                            # median of 3 interleaved runs
+    python benchmarks/bench.py --workloads W1,W1/unique,W2,W3 --pure   # + pure-Python twin
     python benchmarks/bench.py --sizes                    # W1 at 10 B, 1 KB, 10 KB, 100 KB
     python benchmarks/bench.py --idempotence              # W1 with idempotence on
     python benchmarks/bench.py --workloads W1,W3 --sizes  # --workloads plus the extras
@@ -22,7 +23,8 @@ acks=all, idempotence off (W1/idem: on; aiokafka_lite defaults to on, so it is a
 passed explicitly); everything else, e.g. batch size, is each client's default.
 
 * W1 "per-record await": N keyed records (1,000 keys, 100-byte values) into a new
-  4-partition topic. Async clients ``await send()`` each record, then gather the
+  4-partition topic. W1/unique: the same with a distinct 16-byte key per record (user or
+  order ids: no hash cache helps). Async clients ``await send()`` each record, then gather the
   futures; confluent's sync Producer uses produce() + on_delivery + poll(0) + flush();
   kafka-python uses send() + flush() and checks every future.
 * W2 "many concurrent senders": 1,000 tasks each ``await send_and_wait()`` in a loop
@@ -74,9 +76,11 @@ counted too); p50/p99/max latency where measured; peak RSS of the worker process
 count of successful deliveries, which must equal N or the run is FAILED. The broker runs
 on the same machine and competes for the same cores.
 
-The machine is shared and noisy: single runs can be off by 10-20 %. Use ``--repeat K``
-(K >= 3, best 5) for figures you want to compare; runs are interleaved across clients
-and the median of each metric is reported.
+The machine is shared and noisy: single runs can be off by 10-20 %. Every row is the
+median of ``--repeat`` runs (default 3; --quick 1), interleaved across clients, with the
+range (min-max) of records/s beside it. ``--pure`` adds ``aiokafka_lite+pure`` rows: the
+same client with ``AIOKAFKA_LITE_NO_EXTENSIONS=1`` (pure-Python twins, see
+``aiokafka_lite.speedups``); each aiokafka_lite row's notes say which build ran.
 
 To add a workload: describe it in ``WORKLOADS`` and register a runner per client in
 ``RUNNERS`` (under the workload's ``kind``); async clients share one runner per workload
@@ -149,9 +153,17 @@ AIOKAFKA_IDEMPOTENCE_HINT = (
 )
 
 
+PURE_SUFFIX = "+pure"  # the same client with AIOKAFKA_LITE_NO_EXTENSIONS=1 (--pure)
+
+
 def base_client(label: str) -> str:
-    """``aiokafka_lite[send_many]`` -> ``aiokafka_lite``: a variant runs its base client."""
-    return label.split("[", 1)[0]
+    """``aiokafka_lite[send_many]+pure`` -> ``aiokafka_lite``: a variant runs its base client."""
+    return label.split("[", 1)[0].removesuffix(PURE_SUFFIX)
+
+
+def runner_label(label: str) -> str:
+    """The RUNNERS entry of a label: ``+pure`` runs the same code in another build."""
+    return label.removesuffix(PURE_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -169,6 +181,7 @@ class Workload:
     extra: bool = False  # only run when asked for (--sizes, --idempotence, --workloads)
     value_size: int = VALUE_SIZE
     keyed: bool = True
+    unique_keys: bool = False  # a distinct 16-byte key per record instead of DISTINCT_KEYS
     linger_ms: float = LINGER_MS
     idempotence: bool = False
     buffer_memory: int | None = None  # the clients' bound on buffered bytes, where they have one
@@ -176,6 +189,7 @@ class Workload:
     duration_s: float = 0.0  # > 0: time-boxed (records is then ignored)
     quick_duration_s: float = 0.0
     quick_caps: tuple[tuple[str, int], ...] = ()  # (client, records) in --quick mode
+    caps: tuple[tuple[str, int], ...] = ()  # (client, records) otherwise
     quick_skip: tuple[str, ...] = ()  # clients left out in --quick mode (time budget)
     throttle: float = W5_THROTTLE  # W5: client -> broker bytes/s the proxy lets through
 
@@ -216,19 +230,30 @@ def size_workloads() -> list[Workload]:
 
 
 WORKLOAD_LIST: list[Workload] = [
-    Workload("W1", "per-record await", 200_000, 30_000, ALL_CLIENTS),
+    # N: runs of several seconds for the Python clients (shorter ones measure noise).
+    Workload("W1", "per-record await", 400_000, 30_000, ALL_CLIENTS),
+    Workload(
+        "W1/unique",
+        "per-record await, a distinct key per record",
+        400_000,
+        30_000,
+        ALL_CLIENTS,
+        kind="W1",
+        unique_keys=True,
+    ),
     Workload(
         "W2",
         "many concurrent senders",
-        50_000,
+        200_000,
         10_000,
         ASYNC_CLIENTS,
         quick_caps=(("confluent-aio", 2_000),),
+        caps=(("confluent-aio", 20_000),),  # ~1,000 records/s: see W2 above
     ),
     Workload(
         "W3",
         "batch API",
-        200_000,
+        1_000_000,  # ~1-3 s per client: shorter runs measure start-up and noise
         30_000,
         ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent"),
     ),
@@ -393,8 +418,10 @@ def make_keys() -> list[bytes]:
     return [b"key-%04d" % i for i in range(DISTINCT_KEYS)]
 
 
-def key_sequence(n: int) -> list[bytes]:
+def key_sequence(n: int, unique: bool = False) -> list[bytes]:
     """The key of every record, built before the clock starts."""
+    if unique:
+        return [b"%016d" % i for i in range(n)]  # 16 bytes, all distinct
     keys = make_keys()
     return [keys[i % DISTINCT_KEYS] for i in range(n)]
 
@@ -742,7 +769,7 @@ def timed_out(result: RunResult, spec: WorkerSpec, sent: int, delivered: int) ->
 
 async def w1_async(client: AsyncClient, spec: WorkerSpec, result: RunResult) -> Timer:
     """W1: ``fut = await send(...)`` per record, then gather every future."""
-    keys, topic, send = key_sequence(spec.records), spec.topic, client.send
+    keys, topic, send = key_sequence(spec.records, spec.wl.unique_keys), spec.topic, client.send
     value = make_value(spec.wl.value_size)
     futures: list[asyncio.Future[Any]] = []
     append = futures.append
@@ -1075,7 +1102,8 @@ def w1_confluent(spec: WorkerSpec) -> RunResult:
 
     result = new_result(spec)
     producer = confluent_producer(spec)
-    keys, value, topic = key_sequence(spec.records), make_value(spec.wl.value_size), spec.topic
+    keys, value = key_sequence(spec.records, spec.wl.unique_keys), make_value(spec.wl.value_size)
+    topic = spec.topic
     return _confluent_produce_all(spec, result, producer, [(topic, key) for key in keys], value)
 
 
@@ -1258,7 +1286,8 @@ def w1_kafka_python(spec: WorkerSpec) -> RunResult:
     )
     try:
         producer.partitions_for(spec.topic)
-        keys, value, topic = key_sequence(spec.records), make_value(spec.wl.value_size), spec.topic
+        keys = key_sequence(spec.records, spec.wl.unique_keys)
+        value, topic = make_value(spec.wl.value_size), spec.topic
         send = producer.send
         result.rss_before_mb = current_rss_mb()
         with Timer() as timer:
@@ -1340,7 +1369,10 @@ def known_cause(spec: WorkerSpec, exc: BaseException) -> str | None:
 def worker_main(spec_json: str) -> int:
     spec = WorkerSpec(**json.loads(spec_json))
     try:
-        result = RUNNERS[spec.wl.runner_kind][spec.client](spec)
+        result = RUNNERS[spec.wl.runner_kind][runner_label(spec.client)](spec)
+        if base_client(spec.client) == "aiokafka_lite":
+            speedups = importlib.import_module("aiokafka_lite.speedups")
+            result.extra["compiled"] = speedups.COMPILED
     except BaseException as exc:
         result = new_result(spec, status="FAILED")
         cause = known_cause(spec, exc)
@@ -1401,6 +1433,9 @@ def parse_worker_output(spec: WorkerSpec, proc: subprocess.CompletedProcess[str]
 def run_worker(spec: WorkerSpec, broker_pid: int | None) -> RunResult:
     """Run one (workload, client) in a fresh interpreter and collect its result line."""
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(asdict(spec))]
+    env = dict(os.environ)
+    if spec.client.endswith(PURE_SUFFIX):
+        env["AIOKAFKA_LITE_NO_EXTENSIONS"] = "1"
     cpu_before = broker_cpu_s(broker_pid)
     started = time.perf_counter()
     try:
@@ -1410,6 +1445,7 @@ def run_worker(spec: WorkerSpec, broker_pid: int | None) -> RunResult:
             text=True,
             timeout=spec.deadline_s + WORKER_OVERHEAD_S,
             check=False,
+            env=env,
         )
     except subprocess.TimeoutExpired as exc:
         result = new_result(spec, status="FAILED")
@@ -1487,6 +1523,7 @@ class Plan:
     records: int | None
     deadline_s: float
     uvloop: bool
+    pure: bool = False
 
     def records_for(self, workload: Workload, client: str | None = None) -> int:
         if workload.duration_s:
@@ -1494,7 +1531,7 @@ class Plan:
         if self.records is not None:
             return self.records
         if not self.quick:
-            return workload.records
+            return dict(workload.caps).get(client or "", workload.records)
         return dict(workload.quick_caps).get(client or "", workload.quick_records)
 
     def duration_for(self, workload: Workload) -> float:
@@ -1512,6 +1549,8 @@ class Plan:
                     continue
                 if base_client(client) in self.clients:
                     yield workload, client
+                    if self.pure and base_client(client) == "aiokafka_lite":
+                        yield workload, client + PURE_SUFFIX
 
 
 def run_plan(plan: Plan, log: Callable[[str], None]) -> dict[tuple[str, str], list[RunResult]]:
@@ -1590,6 +1629,7 @@ class Row:
     failed: int
     records: int
     records_per_s: float | None
+    records_per_s_range: tuple[float, float] | None
     mb_per_s: float | None
     cpu_us_per_record: float | None
     p50_ms: float | None
@@ -1639,6 +1679,11 @@ def summarize(key: tuple[str, str], results: list[RunResult]) -> Row:
         failed=len(results) - len(good),
         records=worst.records,
         records_per_s=median_of([r.records_per_s for r in good]),
+        records_per_s_range=(
+            (min(r.records_per_s for r in good), max(r.records_per_s for r in good))
+            if good
+            else None
+        ),
         mb_per_s=median_of([r.mb_per_s for r in good]),
         cpu_us_per_record=median_of([r.cpu_us_per_record for r in good]),
         p50_ms=median_of([r.p50_ms for r in good]),
@@ -1660,6 +1705,8 @@ def row_notes(row: Row) -> list[str]:
     notes = []
     if row.failed and row.errors:
         notes.append(row.errors[0][:110])
+    if "compiled" in x:
+        notes.append("compiled" if x["compiled"] else "pure Python")
     if kind == "W3" and x.get("batches"):
         notes.append(f"{x['batches']:,.0f} batches")
     if kind == "W4" and x.get("max_lag_ms") is not None:
@@ -1736,6 +1783,7 @@ TABLE_COLUMNS = (
     "client",
     "status",
     "records/s",
+    "range (min-max)",
     "MB/s",
     "CPU µs/rec",
     "p50 ms",
@@ -1756,6 +1804,9 @@ def table_cells(row: Row) -> list[str]:
         row.client,
         row.status,
         fmt(row.records_per_s, ",.0f"),
+        "-"
+        if row.records_per_s_range is None
+        else "{:,.0f}-{:,.0f}".format(*row.records_per_s_range),
         fmt(row.mb_per_s, ".2f"),
         fmt(row.cpu_us_per_record, ".1f"),
         fmt(row.p50_ms, ".1f"),
@@ -1977,7 +2028,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--workloads", help="ids or groups, e.g. W1,W3,W6 (default: W1-W6 without the extras)"
     )
     parser.add_argument("--clients", default=",".join(ALL_CLIENTS), help="comma-separated")
-    parser.add_argument("--repeat", type=int, default=1, help="interleaved runs; median shown")
+    parser.add_argument(
+        "--repeat", type=int, help="interleaved runs; median and range shown (default 3; quick 1)"
+    )
+    parser.add_argument(
+        "--pure", action="store_true", help="add aiokafka_lite+pure rows (pure-Python twins)"
+    )
     parser.add_argument(
         "--records", type=int, help="override N for every workload (W5 is time-boxed)"
     )
@@ -2007,7 +2063,8 @@ def make_plan(args: argparse.Namespace, notes: list[str]) -> Plan:
             notes.append(f"skipped {name}: {reason}")
     if args.uvloop and uvloop_factory() is None:
         notes.append("--uvloop given but uvloop is not importable: asyncio's loop used")
-    if args.repeat < 1:
+    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
+    if repeat < 1:
         raise SystemExit("--repeat must be at least 1")
     if any(w.runner_kind == "W5" for w in workloads):
         try:
@@ -2015,7 +2072,9 @@ def make_plan(args: argparse.Namespace, notes: list[str]) -> Plan:
         except ImportError:
             raise SystemExit("W5 samples RSS with psutil: pip install psutil") from None
     deadline = args.deadline if args.deadline is not None else (20.0 if args.quick else 120.0)
-    return Plan(workloads, clients, args.repeat, args.quick, args.records, deadline, args.uvloop)
+    return Plan(
+        workloads, clients, repeat, args.quick, args.records, deadline, args.uvloop, args.pure
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,56 +1,67 @@
-"""Rows/s from a Spark DataFrame into Kafka: aiokafka_lite's sink against what PySpark
-users write today without the JVM connector.
+"""Rows/s from a Spark DataFrame into Kafka on a Spark standalone cluster: aiokafka_lite's
+data source and functions against what PySpark users write today without the JVM connector.
 
-    python benchmarks/spark_bench.py                   # 1M rows, local[2], embedded broker
+    python benchmarks/spark_bench.py                   # 1M rows, a local standalone cluster
     python benchmarks/spark_bench.py --rows 200000 --repeat 1
-    python benchmarks/spark_bench.py --bootstrap-server host:9092 --master spark://...
+    python benchmarks/spark_bench.py --master spark://host:7077 --bootstrap-server host:9092
+    python benchmarks/spark_bench.py --master local[2]
 
-Variants, all in the same Spark session, on the same cached DataFrame (keyed rows:
-10,000 keys, 100-byte values, 2 Spark partitions = 2 tasks), each into its own fresh
-8-partition topic:
+By default it starts a Spark standalone cluster on this host from pyspark's own
+distribution (:class:`aiokafka_lite.spark.StandaloneCluster`: a master and two workers
+of 1 core each, one executor per worker, ``--executor-memory`` each) and an embedded
+broker; this process is the driver. Variants, all in the same Spark application, on
+the same cached DataFrame (keyed rows: 10,000 keys, 100-byte values, 2 Spark
+partitions = 2 tasks, one per executor), each into its own fresh 8-partition topic:
 
-* ``aiokafka_lite``: ``write_to_kafka(df, topic, key_col="key")`` (mapInArrow, one
-  producer per task, batches built per partition), idempotent as by default; and
-  ``aiokafka_lite (idem. off)``. Without idempotence our producer keeps one batch in
-  flight per partition (ordering), with it up to five.
+* ``data source``: ``df.write.format("aiokafka_lite")`` with Spark's Kafka sink
+  columns (``key``, ``value``) and options (``kafka.bootstrap.servers``, ``topic``,
+  ``kafka.acks``, ``kafka.linger.ms``); idempotent, as by default.
+* ``write_to_kafka``: ``write_to_kafka(df, topic, key_col="key")`` (mapInArrow); the
+  same task write path.
 * ``confluent-kafka``: ``df.foreachPartition`` with one ``confluent_kafka.Producer``
   per task: ``produce()`` per Row (``poll(0)`` every 1,000 rows, ``poll(0.05)`` and a
   retry on ``BufferError``), ``flush()``, delivery errors counted by an accumulator;
   idempotence off (librdkafka's default) and on.
-* ``kafka-python``: ``df.foreachPartition`` with one ``kafka.KafkaProducer`` per task:
-  ``send()`` per Row, ``flush()``, errors counted from the futures (not idempotent).
+* ``kafka-python`` (not run unless named in ``--variants``): ``df.foreachPartition``
+  with one ``kafka.KafkaProducer`` per task, ``send()`` per Row, ``flush()``.
 
 Same producer settings wherever the client has them: acks=all, linger 5 ms, no
-compression; batch sizes are each client's default (16 KiB for ours and
-kafka-python, 1 MB for librdkafka). The clock runs from the action's start to its return (Spark
-scheduling and Python worker start-up included, which every variant pays alike); a
-warm-up write of 20,000 rows per variant runs first so each variant finds warm Python
-workers. With ``--repeat K`` the variants are interleaved K times and the median is
-reported. The broker and Spark share the machine's cores.
+compression; batch sizes are each client's default (16 KiB for ours, 1 MB for
+librdkafka). The clock runs from the action's start to its return (Spark scheduling
+and task start-up included, which every variant pays alike); a warm-up write of
+20,000 rows per variant runs first so each finds warm Python workers. With
+``--repeat K`` the variants are interleaved K times and the median is reported. The
+broker, the cluster and the driver share this host's cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from aiokafka_lite.embedded import EmbeddedBroker
-from aiokafka_lite.spark import local_session, write_to_kafka
+from aiokafka_lite.spark import KafkaDataSource, StandaloneCluster, read_summaries, write_to_kafka
 
 TOPIC_PARTITIONS = 8
 KEYS = 10_000
 WARMUP_ROWS = 20_000
 COMMON = {"acks": "all", "linger_ms": 5}
+SUMMARIES = Path(tempfile.gettempdir()) / f"spark-bench-{uuid.uuid4().hex[:8]}.jsonl"
+
+Variant = Callable[[Any, str, str], int]
 
 
 def create_topic(bootstrap: str) -> str:
@@ -61,23 +72,28 @@ def create_topic(bootstrap: str) -> str:
     return name
 
 
-def run_aiokafka_lite(idempotent: bool) -> Callable[[Any, str, str], int]:
-    def run(df: Any, topic: str, bootstrap: str) -> int:
-        summary = write_to_kafka(
-            df,
-            topic,
-            bootstrap_servers=bootstrap,
-            key_col="key",
-            value_col="value",
-            enable_idempotence=idempotent,
-            **COMMON,
-        )
-        return summary.rows_sent
-
-    return run
+def run_data_source(df: Any, topic: str, bootstrap: str) -> int:
+    (
+        df.write.format("aiokafka_lite")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("kafka.acks", COMMON["acks"])
+        .option("kafka.linger.ms", str(COMMON["linger_ms"]))
+        .option("summaryPath", str(SUMMARIES))
+        .mode("append")
+        .save()
+    )
+    return read_summaries(SUMMARIES)[-1].rows_sent
 
 
-def run_confluent(idempotent: bool) -> Callable[[Any, str, str], int]:
+def run_write_to_kafka(df: Any, topic: str, bootstrap: str) -> int:
+    summary = write_to_kafka(
+        df, topic, bootstrap_servers=bootstrap, key_col="key", value_col="value", **COMMON
+    )
+    return summary.rows_sent
+
+
+def run_confluent(idempotent: bool) -> Variant:
     return lambda df, topic, bootstrap: _run_confluent(df, topic, bootstrap, idempotent)
 
 
@@ -142,13 +158,19 @@ def run_kafka_python(df: Any, topic: str, bootstrap: str) -> int:
     return int(delivered.value)
 
 
-VARIANTS: dict[str, Callable[[Any, str, str], int]] = {
-    "aiokafka_lite": run_aiokafka_lite(idempotent=True),  # the sink's default
-    "aiokafka_lite (idem. off)": run_aiokafka_lite(idempotent=False),
+VARIANTS: dict[str, Variant] = {
+    "data source": run_data_source,  # idempotent, as by default
+    "write_to_kafka": run_write_to_kafka,
     "confluent-kafka": run_confluent(idempotent=False),  # librdkafka's default
     "confluent-kafka (idem. on)": run_confluent(idempotent=True),
     "kafka-python": run_kafka_python,
 }
+DEFAULT_VARIANTS = [
+    "data source",
+    "write_to_kafka",
+    "confluent-kafka",
+    "confluent-kafka (idem. on)",
+]
 
 
 def make_frame(spark: Any, rows: int, value_size: int) -> Any:
@@ -186,15 +208,42 @@ def table(results: dict[str, list[float]], rows: int) -> Iterator[str]:
     yield f"({rows:,} rows per run)"
 
 
+def session(master: str, executor_memory: str) -> Any:
+    from pyspark.sql import SparkSession
+
+    # The driver's and the executors' Python workers: this interpreter, this checkout.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    here = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("aiokafka-lite-spark-bench")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.executor.memory", executor_memory)
+        .config("spark.executor.cores", "1")
+        .config("spark.cores.max", "2")
+        .config("spark.executorEnv.PYTHONPATH", path)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(KafkaDataSource)
+    return spark
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--master", help="a Spark master URL (default: a local standalone one)")
+    parser.add_argument("--executor-memory", default="1g")
     parser.add_argument("--bootstrap-server", help="an existing cluster (default: embedded)")
     parser.add_argument(
-        "--variants", default=",".join(VARIANTS), help=f"comma-separated, of {list(VARIANTS)}"
+        "--variants",
+        default=",".join(DEFAULT_VARIANTS),
+        help=f"comma-separated, of {list(VARIANTS)}",
     )
     args = parser.parse_args()
     names = [v.strip() for v in args.variants.split(",")]
@@ -206,13 +255,18 @@ def main() -> None:
         bootstrap = args.bootstrap_server
         if bootstrap is None:
             bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap_servers
-        spark = local_session(
-            args.master, "aiokafka-lite-spark-bench", **{"spark.ui.showConsoleProgress": "false"}
-        )
+        master = args.master
+        if master is None:
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            cluster = StandaloneCluster(workers=2, cores=1, memory=args.executor_memory)
+            master = stack.enter_context(cluster).master_url
+        spark = session(master, args.executor_memory)
         stack.callback(spark.stop)
-        spark.sparkContext.setLogLevel("ERROR")
+        stack.callback(SUMMARIES.unlink, missing_ok=True)
+        where = "standalone, 2 workers x 1 core" if args.master is None else "given"
         print(
-            f"Spark {spark.version} {args.master}, {os.cpu_count()} CPUs, Python "
+            f"Spark {spark.version} at {master} ({where}), "
+            f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), Python "
             f"{sys.version.split()[0]}, broker {bootstrap}",
             flush=True,
         )

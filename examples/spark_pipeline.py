@@ -11,10 +11,12 @@ What it does:
 2. cleans it (drops what cannot be used, de-duplicates by ``event_id``), enriches it
    (joins a country table: region and an EUR exchange rate) and aggregates it
    (spend per user and hour, and per region),
-3. writes the results with :func:`aiokafka_lite.spark.write_to_kafka`:
-   ``purchases-clean`` (every clean event, msgpack, keyed by user),
-   ``user-hourly-spend`` (JSON objects, keyed by user, with a header naming the run)
-   and ``region-spend`` (JSON, keyed by region); and prints each write's summary.
+3. writes the results: with :func:`aiokafka_lite.spark.write_to_kafka`,
+   ``purchases-clean`` (every clean event, msgpack, keyed by user) and
+   ``user-hourly-spend`` (JSON objects, keyed by user, with a header naming the run);
+   with the data source ``format("aiokafka_lite")`` (Spark's own Kafka sink columns
+   and options), ``region-spend`` (JSON, keyed by region); and prints each write's
+   summary.
 
 On a cluster, install ``aiokafka-lite[spark]`` on every node (or ship a packed
 virtualenv with ``--archives``) and submit it; the topics are created if missing::
@@ -44,7 +46,13 @@ from pyspark.sql import functions as sf
 
 from aiokafka_lite import NewTopic, create_topics
 from aiokafka_lite.embedded import EmbeddedBroker
-from aiokafka_lite.spark import ensure_local_python, local_session, write_to_kafka
+from aiokafka_lite.spark import (
+    KafkaDataSource,
+    ensure_local_python,
+    local_session,
+    read_summaries,
+    write_to_kafka,
+)
 
 TOPICS = {"purchases-clean": 6, "user-hourly-spend": 6, "region-spend": 1}
 COUNTRIES = [  # code, region, EUR per unit of the local currency
@@ -180,15 +188,24 @@ def run(spark: SparkSession, bootstrap: str, input_path: str) -> Iterator[str]:
     )
     yield f"user-hourly-spend: {hourly_summary}"
 
+    # The data source: the columns and options of Spark's own Kafka sink, no JVM jars.
+    spark.dataSource.register(KafkaDataSource)
     regions = per_region(events)
-    region_summary = write_to_kafka(
-        regions,
-        "region-spend",
-        bootstrap_servers=bootstrap,
-        key_col="region",
-        value_col=["region", "events", "users", "purchases_eur"],
-        value_format="json",
-    )
+    with tempfile.TemporaryDirectory() as folder:
+        summaries = Path(folder) / "summaries.jsonl"  # the driver appends each write's summary
+        (
+            regions.select(
+                sf.col("region").alias("key"),
+                sf.to_json(sf.struct("region", "events", "users", "purchases_eur")).alias("value"),
+            )
+            .write.format("aiokafka_lite")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", "region-spend")
+            .option("summaryPath", str(summaries))
+            .mode("append")
+            .save()
+        )
+        region_summary = read_summaries(summaries)[-1]
     yield f"region-spend:      {region_summary}"
     for row in regions.orderBy("region").collect():
         yield (

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -266,7 +268,6 @@ def test_aiokafka_names_importable() -> None:
         (IllegalStateError, False, False),
         (ProducerClosedError, False, False),
         (ProducerNotStartedError, False, False),
-        (RecordTooLargeError, False, False),
         (SerializationError, False, False),
         (IncompatibleBrokerVersionError, False, False),
         (RequestEncodingError, False, False),
@@ -288,7 +289,16 @@ def test_client_hierarchy() -> None:
     assert issubclass(ProducerClosedError, IllegalStateError)
     assert issubclass(ProducerNotStartedError, IllegalStateError)
     assert issubclass(UnsupportedCodecError, ConfigError)
-    assert not issubclass(RecordTooLargeError, MessageTooLargeError)
+
+
+def test_record_too_large_is_caught_as_message_too_large() -> None:
+    """aiokafka raises MessageSizeTooLargeError (code 10's class) for a record over
+    max_request_size; code written for it catches that name, so ours is a kind of it."""
+    assert issubclass(RecordTooLargeError, MessageTooLargeError)
+    assert errors.MessageSizeTooLargeError is MessageTooLargeError
+    err = RecordTooLargeError("a record of 2000 bytes for 't' is larger than max_request_size")
+    assert str(err) == "a record of 2000 bytes for 't' is larger than max_request_size"
+    assert err.errno == 10 and not err.retriable
 
 
 def test_config_error_is_value_error() -> None:
@@ -309,3 +319,41 @@ def test_no_runtime_file_reads() -> None:
     source = Path(errors.__file__).read_text()
     assert "/work/shared" not in source
     assert "open(" not in source
+
+
+def test_aiokafka_except_clauses_catch_ours() -> None:
+    """With aiokafka installed, each of our classes is also aiokafka's class of that name,
+    so ``except aiokafka.errors.X`` around calls to our producer keeps working."""
+    ak = pytest.importorskip("aiokafka.errors")
+    shared = [
+        name
+        for name in dir(ak)
+        if isinstance(getattr(ak, name), type)
+        and issubclass(getattr(ak, name), BaseException)
+        and hasattr(errors, name)
+    ]
+    assert len(shared) > 100
+    for name in shared:
+        ours, theirs = getattr(errors, name), getattr(ak, name)
+        assert issubclass(ours, theirs), name
+    for code in range(1, 80):  # every code aiokafka names, by code
+        theirs = ak.for_code(code)
+        if theirs is not ak.UnknownError:
+            assert issubclass(for_code(code), theirs), code
+    with pytest.raises(ak.MessageSizeTooLargeError):
+        raise RecordTooLargeError("too large")
+    with pytest.raises(ak.ProducerFenced):
+        raise errors.InvalidProducerEpochError()
+
+
+def test_without_aiokafka_the_hierarchy_stands_alone() -> None:
+    script = (
+        "import sys; sys.modules['aiokafka'] = None\n"
+        "from aiokafka_lite import errors as e\n"
+        "assert e.KafkaError.__mro__[1] is RuntimeError, e.KafkaError.__mro__\n"
+        "assert issubclass(e.RecordTooLargeError, e.MessageSizeTooLargeError)\n"
+        "assert str(e.KafkaTimeoutError('x')) == 'x'\n"
+        "assert not any(c.__module__.startswith('aiokafka.') for c in e.ConfigError.__mro__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

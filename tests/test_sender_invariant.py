@@ -33,7 +33,6 @@ from aiokafka_lite.protocol.messages import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from aiokafka_lite.records import RECORD_OVERHEAD
 
 STEP = 10.0  # far below delivery_timeout_ms (120 s): resolving by expiry would fail the test
 
@@ -76,13 +75,18 @@ async def test_a_broker_speaking_only_produce_v0_to_v2_fails_the_records_at_once
     assert 1 <= len(failures) <= 4, [r.getMessage() for r in failures]
 
 
-async def test_a_batch_whose_close_raises_fails_alone_and_the_rest_is_delivered() -> None:
-    """A record whose timestamp cannot be packed (int64) reaches the accumulator.
+def _failing_codec(section: memoryview) -> bytes:
+    raise RuntimeError("the codec failed")
 
-    send() is meant to refuse such a timestamp at the call; to test the sender's own
-    invariant regardless, the record is appended to the accumulator directly (the
-    path send() takes once its checks passed), so the failure comes from the real
-    batch close (struct.error), not from a mock.
+
+async def test_a_batch_whose_close_raises_fails_alone_and_the_rest_is_delivered() -> None:
+    """One batch cannot be closed: its codec raises when the batch is closed for sending.
+
+    The codec of that open batch is replaced by one that raises (a mock, standing in
+    for a codec library that fails, or any value the batch header cannot carry: send()
+    refuses such values at the call, so this does not depend on those checks).
+    Exactly that batch fails, named; the batches of the same request and the
+    partition's later batches are delivered.
     """
     cluster = LogCluster()
     watch = Watch.begin()
@@ -90,9 +94,8 @@ async def test_a_batch_whose_close_raises_fails_alone_and_the_rest_is_delivered(
         producer = producer_for(broker.address, linger_ms=50)
         await producer.start()
         good = [await producer.send("t", b"%d" % i, partition=i % 3) for i in range(12)]
-        acc = producer._acc
-        bad = acc.append("t", 3, 2**63, None, b"bad", None, RECORD_OVERHEAD + 3)
-        assert bad is not None
+        bad = await producer.send("t", b"bad", partition=3)
+        producer._acc.queue_for("t", 3).batches[-1].compress = _failing_codec
         good += [await producer.send("t", b"%d" % i, partition=i % 3) for i in range(12, 16)]
         await settled([*good, bad])
         # The partition the bad batch was on keeps working.
@@ -102,7 +105,8 @@ async def test_a_batch_whose_close_raises_fails_alone_and_the_rest_is_delivered(
     assert len(errors) == 1
     (error,) = errors
     assert isinstance(error, RequestEncodingError)
-    assert "t[3]" in str(error) and isinstance(error.__cause__, Exception)
+    assert "t[3]" in str(error) and "the codec failed" in str(error)
+    assert isinstance(error.__cause__, RuntimeError)
     assert [f.result().offset for f in good] == [i // 3 for i in range(16)]
     values = {r.value for r in cluster.records()}
     assert values == {b"%d" % i for i in range(16)} | {b"after"}

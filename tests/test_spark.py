@@ -1,9 +1,11 @@
-"""The PySpark sink on Spark ``local[2]`` against the embedded broker.
+"""``write_to_kafka`` and ``kafka_batch_writer`` on a Spark standalone cluster.
 
-Every record is read back with confluent-kafka (tests/readers.py) and compared with
-the DataFrame: count, key, value, headers, and the partition Java's partitioner gives
-the key (kafka-python's murmur2, an independent implementation). One SparkSession
-serves the whole module: starting one takes seconds.
+The cluster (tests/spark_cluster.py: a master, two workers, an executor JVM on each)
+runs from pyspark's own distribution; this process is the driver. Every record is
+read back with confluent-kafka (tests/readers.py) and compared with the DataFrame:
+count, key, value, headers, and the partition Java's partitioner gives the key
+(kafka-python's murmur2, an independent implementation). Marked ``spark``: run with
+``python -m pytest -m spark``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -33,21 +37,33 @@ from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noq
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
+from spark_cluster import ARROW_BATCH_ROWS, NO_JAVA, shared_cluster, shared_session  # noqa: E402
 from txnlog import ABORT, COMMIT, committed_view, read_log  # noqa: E402
 
 from aiokafka_lite import KafkaTimeoutError  # noqa: E402
 from aiokafka_lite.admin import fetch_committed_offsets  # noqa: E402
-from aiokafka_lite.errors import ConfigError  # noqa: E402
 from aiokafka_lite.spark import (  # noqa: E402
     SINK_GROUP_PREFIX,
     KafkaWriteError,
+    StandaloneCluster,
     kafka_batch_writer,
-    local_session,
     write_to_kafka,
 )
+from aiokafka_lite.spark.cluster import java_runtime  # noqa: E402
 from aiokafka_lite.structs import TopicPartition  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    yield from shared_cluster(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def spark(spark_cluster: StandaloneCluster) -> SparkSession:
+    return shared_session()
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_600_000_000_000  # ms: record timestamps taken from a column
@@ -57,31 +73,75 @@ def java_partition(key: bytes, n: int) -> int:
     return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    # The Python workers must import this checkout (the JVM passes its PYTHONPATH on).
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), old) if p)
-    session = local_session(
-        "local[2]",
-        "aiokafka-lite-tests",
-        **{"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "1g"},
+def test_executors_are_separate_processes_running_this_interpreter(
+    spark: SparkSession, spark_cluster: StandaloneCluster
+) -> None:
+    assert spark.sparkContext.master == spark_cluster.master_url
+    executors = spark_cluster.executor_pids(spark.sparkContext.applicationId)
+    assert len(executors) == 2  # one executor JVM per worker
+    ran = spark.sparkContext.parallelize(range(2), 2).map(lambda _: (sys.executable, os.getpid()))
+    seen = ran.collect()
+    assert [exe for exe, _ in seen] == [sys.executable] * 2
+    assert os.getpid() not in {pid for _, pid in seen}  # not this (the driver's) process
+
+
+def test_cluster_stop_ends_every_process_it_started(tmp_path: Path) -> None:
+    """A private cluster with an application's executor and Python worker busy in a task:
+    stop() leaves none of its processes behind."""
+    if java_runtime() is None:
+        pytest.skip(NO_JAVA)
+    app = tmp_path / "app.py"
+    app.write_text(
+        "import time\n"
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "spark.sparkContext.parallelize([0], 1).map(lambda x: time.sleep(600)).collect()\n"
     )
-    session.sparkContext.setLogLevel("ERROR")
+    cluster = StandaloneCluster(workers=1, cores=1, memory="512m", work_dir=tmp_path / "c")
+    cluster.start()
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    driver = subprocess.Popen(
+        [str(submit), "--master", cluster.master_url, "--executor-memory", "512m", str(app)],
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
-        yield session
-    finally:
-        session.stop()
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
+        deadline = time.monotonic() + 120
+        seen: dict[int, str] = {}
+        while time.monotonic() < deadline:
+            seen = {pid: _cmdline(pid) for pid in cluster.process_ids()}
+            kinds = " ".join(seen.values())
+            if "CoarseGrainedExecutorBackend" in kinds and "pyspark.daemon" in kinds:
+                break
+            time.sleep(0.5)
         else:
-            os.environ["PYTHONPATH"] = old
+            pytest.fail(f"no executor with a Python worker came up: {seen}")
+        started = {pid: _start_time(pid) for pid in seen}
+    finally:
+        cluster.stop()
+        os.killpg(driver.pid, signal.SIGKILL)  # the application's driver: ours, not the cluster's
+        driver.wait(30)
+    alive = [pid for pid, t in started.items() if t is not None and _start_time(pid) == t]
+    assert alive == [], {pid: seen[pid] for pid in alive}
 
 
-def test_workers_run_this_interpreter(spark: SparkSession) -> None:
-    assert os.environ["PYSPARK_PYTHON"] == sys.executable
-    executables = spark.sparkContext.parallelize(range(2), 2).map(lambda _: sys.executable)
-    assert executables.collect() == [sys.executable] * 2
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    if stat[stat.rindex(")") + 2] == "Z":  # a zombie has ended, only not been reaped
+        return None
+    return stat[stat.rindex(")") + 2 :].split()[19]
 
 
 def _events(spark: SparkSession, n: int) -> DataFrame:
@@ -101,7 +161,9 @@ def _events(spark: SparkSession, n: int) -> DataFrame:
                 sf.create_map(sf.lit("seq"), sf.col("id").cast("string").cast("binary")),
             ).alias("headers"),
         )
-        .repartition(4, "key")  # every row of a key in one task: per-key order is testable
+        # Every row of a key in one task, in id order (shuffle blocks arrive in any order).
+        .repartition(4, "key")
+        .sortWithinPartitions("id")
     )
 
 
@@ -282,7 +344,7 @@ def test_columns_are_checked_on_the_driver(spark: SparkSession, bootstrap: str) 
         write_to_kafka(df, "t", bootstrap_servers=bootstrap, value_col="id")
     with pytest.raises(ValueError, match=r"key column 'nope' is not in the DataFrame"):
         write_to_kafka(df, "t", bootstrap_servers=bootstrap, key_col="nope", value_col="s")
-    with pytest.raises(ValueError, match=r"key_serializer is not used"):
+    with pytest.raises(ValueError, match=r"'key_serializer' is not used by the Spark sink"):
         write_to_kafka(df, "t", bootstrap_servers=bootstrap, value_col="s", key_serializer="str")
 
 
@@ -313,6 +375,57 @@ def test_delivery_failures_are_counted_and_raised(spark: SparkSession) -> None:
             cluster.bootstrap_servers, "refused", expected=summary.rows_sent, timeout=30
         )
         assert len(records) == summary.rows_sent
+
+
+def fail_first_attempt_after(batches_ok: int) -> Any:
+    """An upstream ``mapInArrow`` step whose first attempt of Spark partition 0 raises
+    after passing ``batches_ok`` Arrow batches on: a task failing mid-write (as a flaky
+    source would make it), which Spark then runs again."""
+
+    def step(batches: Iterator[Any]) -> Iterator[Any]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        doomed = ctx is not None and ctx.partitionId() == 0 and ctx.attemptNumber() == 0
+        for i, batch in enumerate(batches):
+            if doomed and i == batches_ok:
+                time.sleep(2)  # the sink has delivered what it was given by now
+                raise RuntimeError("upstream failure on the first attempt")
+            yield batch
+
+    return step
+
+
+def test_retried_task_is_reported_and_loses_no_row(
+    spark: SparkSession, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    n, per_task = 200_000, 100_000
+    topic = topic_factory(4)
+    rows = spark.range(n, numPartitions=2).select(
+        sf.concat(sf.lit("k"), (sf.col("id") % 1000).cast("string")).alias("key"),
+        sf.col("id").cast("string").alias("value"),
+    )
+    df = rows.mapInArrow(fail_first_attempt_after(3), rows.schema)
+    summary = write_to_kafka(df, topic, bootstrap_servers=bootstrap, key_col="key")
+    # The retried attempt wrote all of its partition; Spark kept only its report.
+    assert (summary.rows_sent, summary.rows_failed, summary.tasks) == (n, 0, 2)
+    assert (summary.tasks_retried, summary.attempts_retried) == (1, 1)
+    assert summary.rows_maybe_duplicated == per_task
+    assert "1 task(s) ran again after 1 failed attempt(s)" in str(summary)
+    assert "up to 100,000 of their rows may have been written more than once" in str(summary)
+
+    records = read_all_confluent(
+        bootstrap, topic, expected=n + per_task, timeout=30, idle=3.0, at_least=n
+    )
+    counts = Counter(int(r.value or b"") for r in records)
+    assert counts.keys() == set(range(n))  # no row lost
+    duplicated = {i for i, c in counts.items() if c > 1}
+    # The failed attempt's delivered batches are there twice: only rows of the retried
+    # task, of its first three Arrow batches, and never more than twice.
+    assert duplicated, "the failed attempt had delivered rows before it failed"
+    assert max(duplicated) < 3 * ARROW_BATCH_ROWS
+    assert set(counts.values()) <= {1, 2}
+    assert len(records) - n == len(duplicated) <= summary.rows_maybe_duplicated
 
 
 def test_foreach_batch_writer_streams_micro_batches(
@@ -537,29 +650,6 @@ def test_exactly_once_failed_row_aborts_and_does_not_commit_the_batch(
     assert not (seen - retried) - aborted, f"not aborted, yet extra: {(seen - retried) - aborted}"
 
 
-def test_exactly_once_options_are_checked_at_the_call(bootstrap: str) -> None:
-    with pytest.raises(ValueError, match=r"exactly_once=True needs transactional_id"):
-        kafka_batch_writer("t", bootstrap_servers=bootstrap, exactly_once=True)
-    with pytest.raises(ValueError, match=r"exactly_once=True needs transactional_id"):
-        kafka_batch_writer("t", bootstrap_servers=bootstrap, exactly_once=True, transactional_id="")
-    # Transactions need the idempotent producer, under any name of the option.
-    for no_idempotence in ({"enable_idempotence": False}, {"enable.idempotence": "false"}):
-        with pytest.raises(ConfigError, match=r"transactional_id requires enable_idempotence"):
-            kafka_batch_writer(
-                "t",
-                bootstrap_servers=bootstrap,
-                exactly_once=True,
-                transactional_id="q",
-                **no_idempotence,
-            )
-    with pytest.raises(ValueError, match=r"only used with exactly_once=True"):
-        kafka_batch_writer("t", bootstrap_servers=bootstrap, transactional_id="q")
-    # Every task would start a producer with this id, each fencing the one before.
-    kafka_style: dict[str, Any] = {"transactional.id": "q"}
-    with pytest.raises(ValueError, match=r"transactional_id is not a producer option"):
-        kafka_batch_writer("t", bootstrap_servers=bootstrap, **kafka_style)
-
-
 def test_exactly_once_stream_replayed_after_a_lost_checkpoint_commit(
     spark: SparkSession, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
@@ -614,7 +704,10 @@ def test_exactly_once_stream_replayed_after_a_lost_checkpoint_commit(
 
 
 def test_example_pipeline_runs_with_one_command() -> None:
-    # Its own Spark (local[*]) and embedded broker, as a user would run it.
+    # Its own Spark (local[*]) and embedded broker, as a user would run it: the
+    # promise is one command on one machine, not the cluster.
+    if java_runtime() is None:
+        pytest.skip(NO_JAVA)
     example = REPO_ROOT / "examples" / "spark_pipeline.py"
     proc = subprocess.run(
         [sys.executable, str(example), "--events", "3000"],

@@ -20,11 +20,13 @@ ended. (Tansu does keep it from reading an open transaction: see
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import subprocess
 import sys
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -201,9 +203,10 @@ async def test_send_needs_an_open_transaction(
     await asyncio.sleep(0)
     with pytest.raises(IllegalStateError, match="is committing"):
         await p.send(topic, b"late", partition=0)  # the transaction is committing
-    with pytest.raises(IllegalStateError, match="in progress"):
-        await p.commit_transaction()  # a second, concurrent commit
-    await commit
+    with pytest.raises(IllegalStateError, match="no transaction to abort"):
+        await p.abort_transaction()  # an abort while the commit runs
+    await p.commit_transaction()  # a second, concurrent commit joins the first
+    assert commit.done() and commit.exception() is None
     assert len(await many) == 2
     view = committed_view(await read_log_async(bootstrap, topic, 1))
     assert view.committed == [b"ok", b"m1", b"m2"]
@@ -491,7 +494,7 @@ async def test_offsets_refused_spoil_the_transaction(
     with pytest.raises(TransactionAbortRequiredError, match="GROUP_AUTHORIZATION_FAILED"):
         await p.commit_transaction()
     await p.abort_transaction()
-    with pytest.raises(TypeError, match="int or OffsetAndMetadata"):
+    with pytest.raises(TypeError, match=r"an int or an .offset, metadata. pair"):
         p.begin_transaction()
         await p.send_offsets_to_transaction({TopicPartition(topic, 0): "1"}, "g")  # type: ignore[dict-item]
     await p.commit_transaction()  # the bad call changed nothing
@@ -605,3 +608,111 @@ async def test_stale_epoch_on_produce_is_fatal(
             await call()
     with pytest.raises(InvalidProducerEpochError):
         await p.send(topic, b"y", partition=0)
+
+
+async def test_begin_transaction_is_awaitable_and_callable(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """aiokafka's ``await producer.begin_transaction()`` and the plain call both begin."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    await p.begin_transaction()  # aiokafka's form
+    await p.send(topic, b"awaited", partition=0)
+    await p.commit_transaction()
+    p.begin_transaction()  # not awaited: takes effect at the call
+    await p.send(topic, b"called", partition=0)
+    await p.commit_transaction()
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"awaited", b"called"]
+
+
+@pytest.mark.parametrize("ending", ["commit", "abort"])
+async def test_cancelled_commit_or_abort_finishes_and_the_producer_stays_usable(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+    ending: str,
+) -> None:
+    """A caller's timeout or cancellation does not stop commit/abort half-way (as aiokafka,
+    which shields them): the transaction ends as asked, and the next one can begin."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    await p.begin_transaction()
+    futs = [await p.send(topic, b"first-%d" % i, partition=0) for i in range(20)]
+    if ending == "abort":
+        await p.flush()  # in the log: the abort needs the coordinator's EndTxn
+    end = p.commit_transaction if ending == "commit" else p.abort_transaction
+    caller = asyncio.create_task(end())
+    await asyncio.sleep(0)
+    caller.cancel()  # the caller gives up at once (as a timeout would)
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await p.begin_transaction()  # waits for the cancelled one to finish, then begins
+    await p.send(topic, b"second", partition=0)
+    await p.commit_transaction()
+    first = [f.exception() is None for f in futs]
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    if ending == "commit":
+        assert all(first)
+        assert view.committed == [b"first-%d" % i for i in range(20)] + [b"second"]
+    else:
+        assert view.committed == [b"second"]
+        assert view.aborted == [b"first-%d" % i for i in range(20)]
+    assert view.open == []
+
+
+async def test_cancelled_commit_can_be_awaited_again(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """Calling commit_transaction() again after a cancelled call waits for the same commit."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    await p.begin_transaction()
+    fut = await p.send(topic, b"x", partition=0)
+    task = asyncio.create_task(p.commit_transaction())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await p.commit_transaction()  # joins the running commit instead of failing
+    assert (await fut).offset >= 0
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"x"]
+
+
+async def test_begin_transaction_as_a_task(
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+) -> None:
+    """``create_task(producer.begin_transaction())`` works as with aiokafka: run, it begins;
+    cancelled before it ran, no transaction is open afterwards."""
+    topic = topic_factory(1)
+    p = await started(producer_factory, bootstrap, txn_id())
+    task = asyncio.create_task(p.begin_transaction())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    with pytest.raises(IllegalStateError, match="begin_transaction"):
+        await p.send(topic, b"outside", partition=0)  # nothing was begun
+    await asyncio.create_task(p.begin_transaction())
+    await p.send(topic, b"inside", partition=0)
+    await asyncio.ensure_future(p.commit_transaction())
+    view = committed_view(await read_log_async(bootstrap, topic, 1))
+    assert view.committed == [b"inside"]
+
+
+async def test_begin_transaction_not_awaited_warns_nothing(
+    bootstrap: str, producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+) -> None:
+    p = await started(producer_factory, bootstrap, txn_id())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine was never awaited"
+        p.begin_transaction()
+        gc.collect()
+    await p.abort_transaction()

@@ -1,0 +1,403 @@
+# cython: language_level=3
+"""Compiled twin of :mod:`aiokafka_lite.delivery`: per-record futures resolved per batch.
+
+:class:`RecordFuture` is an asyncio-compatible future (``asyncio.isfuture`` is true; it
+has ``_asyncio_future_blocking``, ``get_loop``, ``__await__`` and the Future methods), so
+Tasks, ``gather``, ``wait``, ``shield``, ``as_completed``, ``wait_for`` and
+``asyncio.timeout`` treat it as they treat :class:`asyncio.Future`. The semantics follow
+asyncio's Future method by method; the differences are in cost only (see delivery.py):
+
+* ``RecordFutures.complete``/``fail`` mark every future of the batch done at once, then
+  schedule ONE loop callback that runs all their done callbacks in order, each in the
+  context captured by ``add_done_callback``; asyncio would ``call_soon`` each callback.
+  A callback that raises goes to the loop's exception handler and the others still run.
+* A finished future keeps a reference to the batch's shared outcome plus its own offset
+  delta and timestamp (C fields); its RecordMetadata is built on the first ``result()``.
+* A future is untracked by the cyclic GC while it can be part of no cycle (no callbacks,
+  no exception): tracked objects cost the collector a visit on every pass, and a producer
+  may hold millions of futures. It is tracked again as soon as a callback is added.
+"""
+
+cimport cython
+from libc.stdint cimport int64_t
+
+import asyncio
+import contextvars
+from types import GenericAlias
+
+from aiokafka_lite.structs import RecordMetadata
+
+cdef object _copy_context = contextvars.copy_context
+cdef object _CancelledError = asyncio.CancelledError
+cdef object _InvalidStateError = asyncio.InvalidStateError
+cdef object _RecordMetadata = RecordMetadata
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_Track(void* op)
+    void PyObject_GC_UnTrack(void* op)
+    int PyObject_GC_IsTracked(object op)
+
+
+cdef enum:
+    PENDING = 0
+    CANCELLED = 1
+    FINISHED = 2  # _outcome is the result
+    FAILED = 3  # _outcome is the exception
+    BATCH = 4  # finished; _outcome is the batch's _BatchResult: metadata built on demand
+
+cdef enum:
+    TIMESTAMP_CREATE_TIME = 0
+    TIMESTAMP_LOG_APPEND_TIME = 1
+
+
+cdef inline void _track(object obj):
+    if not PyObject_GC_IsTracked(obj):
+        PyObject_GC_Track(<void*>obj)
+
+
+cdef inline void _untrack(object obj):
+    PyObject_GC_UnTrack(<void*>obj)  # (a no-op on an untracked object)
+
+
+@cython.no_gc
+@cython.final
+cdef class _BatchResult:
+    """What the broker said about one batch, shared by its records' futures."""
+
+    cdef str topic
+    cdef object partition
+    cdef object tp
+    cdef int64_t base_offset
+    cdef int64_t log_append_time
+    cdef int64_t log_start_offset
+
+
+cdef str _state_name(int state):
+    if state == PENDING:
+        return "pending"
+    if state == CANCELLED:
+        return "cancelled"
+    return "finished"
+
+
+@cython.final
+cdef class RecordFuture:
+    """The delivery future of one record (asyncio-compatible; see the module docstring)."""
+
+    cdef readonly object _loop
+    cdef public bint _asyncio_future_blocking
+    cdef int _state
+    cdef bint _log_traceback
+    cdef object _outcome
+    # The first done callback inline (as asyncio's C Future keeps it): most futures get
+    # exactly one (a Task's wakeup, gather's), and a list and a tuple per future would be
+    # two more objects for the collector to visit.
+    cdef object _cb0
+    cdef object _ctx0
+    cdef object _callbacks  # None, or a list of (fn, context) after the first
+    cdef object _cancel_message
+    cdef Py_ssize_t _index
+    cdef int64_t _timestamp
+
+    def __cinit__(self):
+        # Nothing to collect until a callback or an exception is attached.
+        _untrack(self)
+
+    def __init__(self, loop=None):
+        if loop is None:
+            loop = asyncio.get_event_loop()
+        self._loop = loop
+
+    __class_getitem__ = classmethod(GenericAlias)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def get_loop(self):
+        return self._loop
+
+    def done(self):
+        return self._state != PENDING
+
+    def cancelled(self):
+        return self._state == CANCELLED
+
+    def result(self):
+        cdef int state = self._state
+        if state == BATCH:
+            return self._metadata()
+        if state == FINISHED:
+            return self._outcome
+        if state == FAILED:
+            self._log_traceback = False
+            raise self._outcome
+        if state == CANCELLED:
+            raise self._cancelled_error()
+        raise _InvalidStateError("Result is not set.")
+
+    def exception(self):
+        cdef int state = self._state
+        if state == FAILED:
+            self._log_traceback = False
+            return self._outcome
+        if state == BATCH or state == FINISHED:
+            return None
+        if state == CANCELLED:
+            raise self._cancelled_error()
+        raise _InvalidStateError("Exception is not set.")
+
+    cdef object _metadata(self):
+        cdef _BatchResult r = <_BatchResult>self._outcome
+        cdef int64_t offset = r.base_offset + self._index if r.base_offset >= 0 else -1
+        if r.log_append_time != -1:
+            md = _RecordMetadata(
+                r.topic, r.partition, r.tp, offset, r.log_append_time,
+                TIMESTAMP_LOG_APPEND_TIME, r.log_start_offset,
+            )
+        else:
+            md = _RecordMetadata(
+                r.topic, r.partition, r.tp, offset, self._timestamp,
+                TIMESTAMP_CREATE_TIME, r.log_start_offset,
+            )
+        # Built once: result() returns the same object every time, as asyncio's does.
+        self._outcome = md
+        self._state = FINISHED
+        return md
+
+    cdef object _cancelled_error(self):
+        if self._cancel_message is None:
+            return _CancelledError()
+        return _CancelledError(self._cancel_message)
+
+    # -- callbacks -------------------------------------------------------------------
+
+    def add_done_callback(self, fn, *, context=None):
+        if context is None:
+            context = _copy_context()
+        if self._state != PENDING:
+            self._loop.call_soon(fn, self, context=context)
+        elif self._cb0 is None:
+            self._cb0 = fn
+            self._ctx0 = context
+            _track(self)  # a callback may refer back to this future
+        elif self._callbacks is None:
+            self._callbacks = [(fn, context)]
+        else:
+            self._callbacks.append((fn, context))
+
+    def remove_done_callback(self, fn):
+        cdef Py_ssize_t removed = 0
+        if self._cb0 is not None and self._cb0 == fn:
+            self._cb0 = self._ctx0 = None
+            removed = 1
+        if self._callbacks is not None:
+            kept = [(f, ctx) for (f, ctx) in self._callbacks if f != fn]
+            removed += len(self._callbacks) - len(kept)
+            self._callbacks = kept or None
+        if self._cb0 is None and self._callbacks is not None:  # keep the first one inline
+            (self._cb0, self._ctx0), *rest = self._callbacks
+            self._callbacks = rest or None
+        return removed
+
+    cdef object _take_callbacks(self):
+        """The callbacks, in order, as a list of (fn, context); None if there are none."""
+        if self._cb0 is None:
+            return None
+        callbacks = [(self._cb0, self._ctx0)]
+        if self._callbacks is not None:
+            callbacks.extend(self._callbacks)
+        self._cb0 = self._ctx0 = self._callbacks = None
+        return callbacks
+
+    cdef void _schedule_callbacks(self) except *:
+        # The path of cancel() and set_result(): each callback on its own, as asyncio.
+        callbacks = self._take_callbacks()
+        if callbacks is None:
+            return
+        call_soon = self._loop.call_soon
+        for fn, ctx in callbacks:
+            call_soon(fn, self, context=ctx)
+
+    # -- changing state (the producer resolves through RecordFutures) ---------------
+
+    def cancel(self, msg=None):
+        if self._state != PENDING:
+            return False
+        self._state = CANCELLED
+        self._cancel_message = msg
+        self._log_traceback = False
+        self._schedule_callbacks()
+        return True
+
+    def set_result(self, result):
+        if self._state != PENDING:
+            raise _InvalidStateError(f"{_state_name(self._state)}: {self!r}")
+        self._outcome = result
+        self._state = FINISHED
+        _track(self)  # any object: it may refer back
+        self._schedule_callbacks()
+
+    def set_exception(self, exception):
+        if self._state != PENDING:
+            raise _InvalidStateError(f"{_state_name(self._state)}: {self!r}")
+        if isinstance(exception, type):
+            exception = exception()
+        if type(exception) is StopIteration:
+            raise TypeError(
+                "StopIteration interacts badly with generators and cannot be raised into a Future"
+            )
+        self._outcome = exception
+        self._state = FAILED
+        self._log_traceback = True
+        _track(self)
+        self._schedule_callbacks()
+
+    # -- awaiting --------------------------------------------------------------------
+
+    def __await__(self):
+        if self._state == PENDING:
+            self._asyncio_future_blocking = True
+            yield self  # a Task adds its wakeup as a done callback
+        if self._state == PENDING:
+            raise RuntimeError("await wasn't used with future")
+        return self.result()
+
+    def __iter__(self):
+        return self.__await__()
+
+    def __del__(self):
+        if not self._log_traceback:
+            return
+        # As asyncio: an exception nobody looked at is reported when the future goes.
+        exc = self._outcome
+        self._loop.call_exception_handler(
+            {
+                "message": f"{type(self).__name__} exception was never retrieved",
+                "exception": exc,
+                "future": self,
+            }
+        )
+
+    def __repr__(self):
+        state = _state_name(self._state)
+        if self._state == FAILED:
+            return f"<{type(self).__name__} {state} exception={self._outcome!r}>"
+        if self._state in (FINISHED, BATCH):
+            return f"<{type(self).__name__} {state} result={self.result()!r}>"
+        return f"<{type(self).__name__} {state}>"
+
+
+cdef void _run_callbacks(object loop, list ready) except *:
+    """Run the done callbacks of a batch's futures, in order.
+
+    ``ready`` holds (future, first callback, its context, further callbacks or None),
+    flattened, four items per future.
+    """
+    cdef Py_ssize_t i, j, n = len(ready)
+    for i in range(0, n, 4):
+        fut = ready[i]
+        _run_one(loop, fut, ready[i + 1], ready[i + 2], ready, i, -1)
+        rest = ready[i + 3]
+        if rest is not None:
+            for j in range(len(<list>rest)):
+                fn, ctx = (<list>rest)[j]
+                _run_one(loop, fut, fn, ctx, ready, i, j)
+
+
+cdef inline void _run_one(
+    object loop, object fut, object fn, object ctx, list ready, Py_ssize_t i, Py_ssize_t j
+) except *:
+    try:
+        ctx.run(fn, fut)
+    except (SystemExit, KeyboardInterrupt):
+        # As a Handle: these stop the loop; the callbacks after this one still run, later.
+        rest = ready[i + 3]
+        if rest is not None:
+            for fn, ctx in (<list>rest)[j + 1:]:
+                loop.call_soon(fn, fut, context=ctx)
+        if i + 4 < len(ready):
+            loop.call_soon(_run_callbacks_handle, loop, ready[i + 4:])
+        raise
+    except BaseException as exc:
+        loop.call_exception_handler(
+            {
+                "message": f"Exception in callback {fn!r} of {fut!r}",
+                "exception": exc,
+                "future": fut,
+            }
+        )
+
+
+def _run_callbacks_handle(loop, ready):
+    _run_callbacks(loop, ready)
+
+
+@cython.final
+cdef class RecordFutures:
+    """The futures of one batch's records, by offset delta, resolved in one call."""
+
+    cdef readonly object loop
+    cdef list futures
+    cdef public bint settled
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.futures = []
+        self.settled = False
+
+    def add(self, Py_ssize_t offset_delta, int64_t timestamp):
+        """A new future for the record at ``offset_delta`` in the batch, stamped ``timestamp``."""
+        cdef RecordFuture fut = RecordFuture.__new__(RecordFuture)
+        fut._loop = self.loop
+        fut._index = offset_delta
+        fut._timestamp = timestamp
+        self.futures.append(fut)
+        return fut
+
+    def __len__(self):
+        return len(self.futures)
+
+    def complete(self, tp, int64_t base_offset, int64_t log_append_time, int64_t log_start_offset):
+        """Resolve every future with its record's metadata (``base_offset`` -1: acks=0)."""
+        if self.settled:
+            return
+        self.settled = True
+        cdef _BatchResult result = _BatchResult.__new__(_BatchResult)
+        result.topic, result.partition = tp
+        result.tp = tp
+        result.base_offset = base_offset
+        result.log_append_time = log_append_time
+        result.log_start_offset = log_start_offset
+        self._settle(BATCH, result)
+
+    def fail(self, exc):
+        """Fail every future not done yet with ``exc``."""
+        if self.settled:
+            return
+        self.settled = True
+        self._settle(FAILED, exc)
+
+    cdef void _settle(self, int state, object outcome) except *:
+        cdef RecordFuture fut
+        cdef list ready = None
+        for fut in self.futures:
+            if fut._state != PENDING:  # the caller cancelled it
+                continue
+            fut._state = state
+            fut._outcome = outcome
+            if state == FAILED:
+                fut._log_traceback = True
+                _track(fut)  # the exception's traceback may lead back to it
+            if fut._cb0 is not None:
+                if ready is None:
+                    ready = []
+                ready.append(fut)
+                ready.append(fut._cb0)
+                ready.append(fut._ctx0)
+                ready.append(fut._callbacks)
+                fut._cb0 = fut._ctx0 = fut._callbacks = None
+                if state == BATCH:
+                    _untrack(fut)  # its callbacks are gone: nothing left to form a cycle
+        self.futures = []  # the batch may be kept a while: not its records' futures
+        if ready is not None:
+            self.loop.call_soon(_run_callbacks_handle, self.loop, ready)

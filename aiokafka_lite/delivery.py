@@ -1,0 +1,113 @@
+"""The delivery futures of one batch's records, resolved together when the batch is done.
+
+:class:`RecordFutures` hands out one future per record (``add``) and resolves all of them
+in one call when the broker answers for the batch (``complete``) or the batch fails
+(``fail``). The first of the two wins; a future the caller cancelled stays cancelled.
+
+This module is the pure-Python twin: the futures are :class:`asyncio.Future` objects,
+each resolved with ``set_result`` (asyncio then runs each one's done callbacks through
+``loop.call_soon``). The compiled twin (``_cdelivery.pyx``, used when it was built, see
+:mod:`aiokafka_lite.speedups`) has the same API and the same observable behaviour,
+cheaper:
+
+* its futures are not :class:`asyncio.Future` instances (``isinstance`` is False), but
+  pass :func:`asyncio.isfuture` and work with ``await``, ``gather``, ``wait``, ``shield``,
+  ``as_completed``, ``wait_for`` and ``asyncio.timeout`` like one;
+* every future of the batch is done the moment ``complete``/``fail`` returns, as with
+  ``set_result``; their done callbacks then run from *one* loop callback per batch (each
+  in the context captured by ``add_done_callback``, an exception in one going to the
+  loop's exception handler as asyncio does), not one ``call_soon`` per callback;
+* a record's :class:`RecordMetadata` is built on the first ``result()``, from the batch's
+  shared outcome and the record's offset delta and timestamp;
+* a future is tracked by the cyclic garbage collector only while it holds something that
+  could form a cycle (done callbacks, an exception).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import speedups
+from .structs import RecordMetadata, TopicPartition
+
+__all__ = ["PyRecordFutures", "RecordFutures"]
+
+TIMESTAMP_CREATE_TIME = 0
+TIMESTAMP_LOG_APPEND_TIME = 1
+
+
+def _future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.Future[Any]]:
+    # asyncio's loop.create_future is a Python-level wrapper around the C Future;
+    # calling the class directly halves the cost. Other loops (uvloop) keep their own.
+    if type(loop).create_future is asyncio.BaseEventLoop.create_future:
+        return functools.partial(asyncio.Future, loop=loop)
+    return loop.create_future
+
+
+class RecordFutures:
+    """The futures of one batch's records, by offset delta, resolved in one call."""
+
+    __slots__ = ("_deltas", "_new", "_timestamps", "futures", "loop", "settled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._new = _future_factory(loop)
+        self.futures: list[asyncio.Future[RecordMetadata]] = []
+        self._deltas: list[int] = []
+        self._timestamps: list[int] = []
+        self.settled = False
+
+    def add(self, offset_delta: int, timestamp: int) -> asyncio.Future[RecordMetadata]:
+        """A new future for the record at ``offset_delta`` in the batch, stamped ``timestamp``."""
+        fut: asyncio.Future[RecordMetadata] = self._new()
+        self.futures.append(fut)
+        self._deltas.append(offset_delta)
+        self._timestamps.append(timestamp)
+        return fut
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def complete(
+        self, tp: TopicPartition, base_offset: int, log_append_time: int, log_start_offset: int
+    ) -> None:
+        """Resolve every future with its record's metadata (``base_offset`` -1: acks=0)."""
+        if self.settled:
+            return
+        self.settled = True
+        topic, partition = tp
+        ts_type = TIMESTAMP_CREATE_TIME if log_append_time == -1 else TIMESTAMP_LOG_APPEND_TIME
+        for fut, delta, ts in zip(self.futures, self._deltas, self._timestamps, strict=True):
+            if fut.done():  # the caller cancelled it
+                continue
+            offset = base_offset + delta if base_offset >= 0 else -1
+            if ts_type == TIMESTAMP_LOG_APPEND_TIME:
+                ts = log_append_time
+            fut.set_result(
+                RecordMetadata(topic, partition, tp, offset, ts, ts_type, log_start_offset)
+            )
+        self._release()
+
+    def fail(self, exc: BaseException) -> None:
+        """Fail every future not done yet with ``exc``."""
+        if self.settled:
+            return
+        self.settled = True
+        for fut in self.futures:
+            if not fut.done():
+                fut.set_exception(exc)
+        self._release()
+
+    def _release(self) -> None:
+        # The batch may be kept a while (retries, metrics): not its records' futures.
+        self.futures, self._deltas, self._timestamps = [], [], []
+
+
+PyRecordFutures = RecordFutures
+
+_compiled = speedups.compiled_module("_cdelivery")
+if _compiled is not None and not TYPE_CHECKING:
+    RecordFutures = _compiled.RecordFutures

@@ -1,0 +1,296 @@
+"""One Spark task's write: its Arrow batches, through one producer, into Kafka.
+
+The one write path of every mode: the data source's tasks, ``write_to_kafka``'s
+``mapInArrow`` tasks, and the exactly-once driver (with its transactional
+producer) all call :func:`write_batches`. The task fills one record batch per
+(topic, partition) itself (``create_batch``/``send_batch``: one future per sent
+batch, not per row), places rows as Java's producer does, awaits every delivery
+and counts rows sent and failed into a :class:`~.summary.TaskReport`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import KafkaError
+from ..partitioner import KeyHashCache
+from ..producer import AIOKafkaProducer, BatchBuilder
+from ..structs import RecordMetadata
+from .arrow import Columns, Converter
+from .contract import Plan
+from .summary import TaskReport
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["map_in_arrow_function", "run", "run_task", "topic_partitions", "write_batches"]
+
+_T = TypeVar("_T")
+# Spark's own sink fails the task with this text for a null topic.
+NULL_TOPIC = "null topic present in the data: use the 'topic' option for setting a default topic"
+
+
+class _Topic:
+    """Where one topic's rows go: its partition count, open batches, sticky partition."""
+
+    __slots__ = ("error", "n", "name", "open", "sticky")
+
+    def __init__(self, name: str, n: int, error: str | None = None) -> None:
+        self.name = name
+        self.n = n
+        self.error = error  # the topic cannot be written (unknown, ...): its rows fail
+        self.open: list[BatchBuilder | None] = [None] * n
+        self.sticky = random.randrange(n) if n else 0  # keyless rows fill one batch at a time
+
+
+class TaskWriter:
+    """One task's producer: an open batch per (topic, partition), a future per sent batch."""
+
+    def __init__(self, producer: AIOKafkaProducer[Any, Any], plan: Plan, report: TaskReport):
+        self.producer = producer
+        self.plan = plan
+        self.report = report
+        self.hashes = KeyHashCache()
+        self.partitioner = plan.config.get("partitioner")
+        self.topics: dict[str, _Topic] = {}
+        self.pending: set[asyncio.Future[RecordMetadata]] = set()
+        # A batch may not outgrow max_request_size, which can be below batch_size: then
+        # close a batch before a row would take it over, so that a row too large alone
+        # fails alone (as Java's per-record check makes it) and not with its batch.
+        cfg = producer.config
+        self.size_cap = cfg.max_request_size if cfg.max_request_size < cfg.batch_size else None
+
+    async def topic(self, name: str) -> _Topic:
+        """The topic's state, fetching its metadata once (a failure is kept, not retried)."""
+        found = self.topics.get(name)
+        if found is None:
+            try:
+                n = len(await self.producer.partitions_for(name))
+            except KafkaError as e:
+                found = _Topic(name, 0, f"topic {name!r}: {type(e).__name__}: {e}")
+            else:
+                found = _Topic(name, n)
+                self.report.wrote_to(name)
+            self.topics[name] = found
+        return found
+
+    async def write(self, cols: Columns) -> None:
+        """Append every row of one Arrow batch; send the batches that fill up."""
+        plan, report, hashes, topics = self.plan, self.report, self.hashes, self.topics
+        keys, values, parts, headers, times, errors, names = (
+            cols.keys,
+            cols.values,
+            cols.partitions,
+            cols.headers,
+            cols.timestamps,
+            cols.errors,
+            cols.topics,
+        )
+        default = None if plan.topic is None else await self.topic(plan.topic)
+        now = ts = int(time.time() * 1000)
+        create = self.producer.create_batch
+        custom = self.partitioner
+        cap = self.size_cap
+        for i, value in enumerate(values):
+            if errors and i in errors:
+                report.fail(1, errors[i])
+                continue
+            t = default
+            if names is not None:
+                name = names[i]
+                if name is None:
+                    report.fail(1, f"row {cols.row_base + i}: {NULL_TOPIC}")
+                    continue
+                t = topics.get(name) or await self.topic(name)
+            assert t is not None
+            if t.error is not None:
+                report.fail(1, t.error)
+                continue
+            n = t.n
+            key = None if keys is None else keys[i]
+            p = None if parts is None else parts[i]
+            if p is None:
+                if key is None:
+                    p = t.sticky
+                elif custom is None:
+                    p = hashes.hash(key) % n
+                else:
+                    p = int(custom(key, list(range(n)), list(range(n))))
+                    if not 0 <= p < n:
+                        report.fail(1, f"the partitioner returned {p} for {n} partitions")
+                        continue
+            elif not 0 <= p < n:
+                report.fail(1, self._out_of_range(cols.row_base + i, p, t))
+                continue
+            h = None if headers is None else headers[i]
+            if times is not None:
+                stamp = times[i]
+                ts = now if stamp is None else stamp
+            b = t.open[p]
+            if b is None:
+                b = t.open[p] = create()
+            elif cap and b.record_count() and b.size() + _size_bound(key, value, h) > cap:
+                await self._send(t, p, b)
+                b = t.open[p] = create()
+            if b.append(key=key, value=value, timestamp=ts, headers=h) is None:
+                await self._send(t, p, b)
+                b = t.open[p] = create()
+                b.append(key=key, value=value, timestamp=ts, headers=h)
+                if p == t.sticky and n > 1:
+                    t.sticky = (p + 1 + random.randrange(n - 1)) % n
+
+    def _out_of_range(self, row: int, p: int, t: _Topic) -> str:
+        return (
+            f"column {self.plan.partition_name!r} (partition) of row {row}: partition {p} is "
+            f"out of range for {t.name!r}, which has {t.n} partition(s)"
+        )
+
+    async def _send(self, t: _Topic, p: int, b: BatchBuilder) -> None:
+        count = b.record_count()
+        try:
+            fut = await self.producer.send_batch(b, t.name, partition=p)
+        except KafkaError as e:  # e.g. the producer failed fatally: these rows are lost
+            self.report.fail(count, f"{t.name}[{p}]: {type(e).__name__}: {e}")
+            return
+        self.pending.add(fut)
+        fut.add_done_callback(partial(self._delivered, count, t.name, p))
+
+    def _delivered(
+        self, count: int, topic: str, p: int, fut: asyncio.Future[RecordMetadata]
+    ) -> None:
+        self.pending.discard(fut)
+        exc = fut.exception() if not fut.cancelled() else asyncio.CancelledError()
+        if exc is None:
+            self.report.rows_sent += count
+        else:
+            self.report.fail(count, f"{topic}[{p}]: {type(exc).__name__}: {exc}")
+
+    async def finish(self, timeout: float) -> None:
+        """Send the partly filled batches and wait for every delivery."""
+        for t in self.topics.values():
+            for p, b in enumerate(t.open):
+                if b is not None and b.record_count():
+                    await self._send(t, p, b)
+            t.open = [None] * t.n
+        if self.pending:
+            await asyncio.wait(set(self.pending), timeout=timeout)
+        # A future not done by now is counted by stop(), which fails it.
+
+
+def _size_bound(key: bytes | None, value: bytes | None, headers: Any) -> int:
+    """At least the bytes a record takes in a batch (its varints at their widest)."""
+    size = 24 + (len(key) if key else 0) + (len(value) if value else 0)
+    for name, data in headers or ():
+        size += 12 + len(name.encode()) + (len(data) if data else 0)
+    return size
+
+
+async def write_batches(
+    producer: AIOKafkaProducer[Any, Any],
+    plan: Plan,
+    batches: Iterator[pa.RecordBatch],
+    report: TaskReport,
+) -> None:
+    """Convert and send every Arrow batch, then wait for every delivery (into ``report``).
+
+    The next batch is read in a thread: Spark computes it (or reads it from the JVM)
+    while this loop's producer keeps sending and taking answers.
+    """
+    writer = TaskWriter(producer, plan, report)
+    converter = Converter(plan)
+    while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+        report.rows += batch.num_rows
+        await writer.write(converter.convert(batch))
+    await writer.finish(producer.config.delivery_timeout_ms / 1000)
+
+
+def producer_options(config: dict[str, Any]) -> dict[str, Any]:
+    cfg = dict(config)
+    cfg.pop("partitioner", None)  # applied by TaskWriter, which places every row
+    return cfg
+
+
+async def _produce(plan: Plan, batches: Iterator[pa.RecordBatch], report: TaskReport) -> None:
+    """One Spark task: its own producer writes the task's Arrow batches."""
+    first = await asyncio.to_thread(next, batches, None)
+    if first is None:
+        return  # an empty partition: no connection at all
+    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(**producer_options(plan.config))
+    await producer.start()
+    try:
+        await write_batches(producer, plan, _chain(first, batches), report)
+    finally:
+        await producer.stop()
+        await asyncio.sleep(0)  # let the last delivery callbacks run
+
+
+def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield first
+    yield from rest
+
+
+def run_task(plan: Plan, batches: Iterable[pa.RecordBatch]) -> TaskReport:
+    """Write one Spark task's batches; the report names the task and its attempt."""
+    report = TaskReport.for_this_task()
+    run(_produce(plan, iter(batches), report))
+    report.finished_at = time.time()
+    return report
+
+
+def map_in_arrow_function(
+    plan: Plan,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function ``write_to_kafka`` maps over the DataFrame: one report row per task."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield run_task(plan, batches).to_arrow()
+
+    return write
+
+
+def run(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` on a private event loop (in a thread if this one already has a loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            return runner.run(coro)
+    result: list[_T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(run(coro))
+        except BaseException as e:
+            failure.append(e)
+
+    thread = threading.Thread(target=target, name="aiokafka-lite-spark")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+async def topic_partitions(config: dict[str, Any], topic: str, timeout_ms: int) -> int:
+    """The driver's check that ``topic`` exists (and the cluster answers) before a job."""
+    # A plain producer: with the transactional id it would fence the one that writes.
+    cfg = {k: v for k, v in config.items() if k not in ("partitioner", "transactional_id")}
+    cfg["max_block_ms"] = timeout_ms
+    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(**cfg)
+    async with producer:
+        return len(await producer.partitions_for(topic))

@@ -1,0 +1,48 @@
+"""Which implementation of the hot path is in use: the compiled twins, or pure Python.
+
+The record encoder (:mod:`aiokafka_lite.records`), murmur2 (:mod:`aiokafka_lite.partitioner`)
+and the per-record delivery futures (:mod:`aiokafka_lite.delivery`) each have a compiled
+twin (Cython, built by ``pip install``) with the same API and the same bytes on the wire.
+The twins are used when they were built; setting the environment variable
+``AIOKAFKA_LITE_NO_EXTENSIONS=1`` before the first ``import aiokafka_lite`` forces the
+pure-Python modules. ::
+
+    >>> import aiokafka_lite.speedups
+    >>> aiokafka_lite.speedups.COMPILED   # True: the compiled twins are in use
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+__all__ = ["COMPILED", "ENV_VAR", "REASON", "compiled_module"]
+
+#: Set (to anything but "" or "0") to use the pure-Python modules even where compiled.
+ENV_VAR = "AIOKAFKA_LITE_NO_EXTENSIONS"
+_FORCED_PURE = os.environ.get(ENV_VAR, "") not in ("", "0")
+_TWINS = ("_crecords", "_cpartitioner", "_cdelivery")
+
+
+def _load() -> tuple[dict[str, ModuleType], str]:
+    if _FORCED_PURE:
+        return {}, f"{ENV_VAR} is set"
+    modules: dict[str, ModuleType] = {}
+    for name in _TWINS:
+        try:
+            modules[name] = importlib.import_module(f"{__package__}.{name}")
+        except ImportError as e:
+            # All or none: a partial build would mix implementations in one batch.
+            return {}, f"the compiled module {name} is not available ({e})"
+    return modules, "compiled"
+
+
+_MODULES, REASON = _load()  # REASON: why pure Python is in use, or "compiled"
+#: True when the compiled twins are in use; False when the pure-Python modules are.
+COMPILED: bool = bool(_MODULES)
+
+
+def compiled_module(name: str) -> ModuleType | None:
+    """The compiled twin ``name`` (e.g. ``"_crecords"``), or None when pure Python is in use."""
+    return _MODULES.get(name)

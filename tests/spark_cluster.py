@@ -1,0 +1,138 @@
+"""The Spark standalone cluster the Spark tests run on, shared by their modules.
+
+A master and two workers (1 core, 1 GiB each) from pyspark's own distribution
+(:class:`aiokafka_lite.spark.StandaloneCluster`), and one driver session in this
+process whose executors (one per worker, 512 MiB) run this interpreter and import
+this checkout. Each test module's session-scoped fixtures delegate to
+:func:`shared_cluster` and :func:`shared_session`, so that all of them share one
+cluster and one session (reference-counted), stopped when the last fixture is torn
+down, even when tests failed. Without a Java runtime every test using them is
+skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark", reason="the spark extra is not installed")
+from pyspark.sql import SparkSession
+
+from aiokafka_lite.spark.cluster import StandaloneCluster, java_runtime
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+NO_JAVA = (
+    "no Java runtime (no java on PATH, JAVA_HOME unset): Spark needs one; "
+    "install one (Debian: apt-get install -y default-jre-headless), as .ci/run does"
+)
+#: Arrow batches of this many rows reach the Python workers (tests count on it)
+ARROW_BATCH_ROWS = 10_000
+
+
+class _Shared:
+    """One cluster and session for every module that asks, stopped after the last."""
+
+    users = 0
+    cluster: StandaloneCluster | None = None
+    session: SparkSession | None = None
+    saved_env: dict[str, str | None] = {}
+
+    @classmethod
+    def acquire(cls, work_dir: Path) -> tuple[StandaloneCluster, SparkSession]:
+        if cls.cluster is None or cls.session is None:
+            cls.start(work_dir)
+        cls.users += 1
+        assert cls.cluster is not None and cls.session is not None
+        return cls.cluster, cls.session
+
+    @classmethod
+    def start(cls, work_dir: Path) -> None:
+        # The driver's Python workers (data source planning, commits) and the
+        # executors' run this interpreter and import this checkout.
+        env = {
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p
+            ),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+        }
+        cls.saved_env = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        cluster = StandaloneCluster(workers=2, cores=1, memory="1g", work_dir=work_dir)
+        cluster.start()
+        cls.cluster = cluster
+        try:
+            cls.session = _session(cluster.master_url)
+        except BaseException:
+            cls.stop()
+            raise
+
+    @classmethod
+    def release(cls) -> None:
+        cls.users -= 1
+        if cls.users <= 0:
+            cls.stop()
+
+    @classmethod
+    def stop(cls) -> None:
+        try:
+            if cls.session is not None:
+                cls.session.stop()
+        finally:
+            cls.session = None
+            if cls.cluster is not None:
+                cls.cluster.stop()
+            cls.cluster = None
+            for k, v in cls.saved_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def _session(master_url: str) -> SparkSession:
+    conf: dict[str, Any] = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": "1g",
+        "spark.executor.memory": "512m",
+        "spark.executor.cores": "1",
+        "spark.cores.max": "2",
+        "spark.executorEnv.PYTHONPATH": os.environ["PYTHONPATH"],
+        "spark.pyspark.python": sys.executable,
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    builder = SparkSession.builder.master(master_url).appName("aiokafka-lite-tests")
+    for name, value in conf.items():
+        builder = builder.config(name, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    # Both executors up before the first test: tests count on two tasks running at once.
+    session.sparkContext.parallelize(range(2), 2).map(lambda x: x).collect()
+    return session
+
+
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """The body of a session fixture: the cluster, started by its first user."""
+    if java_runtime() is None:
+        pytest.skip(NO_JAVA)
+    cluster, _ = _Shared.acquire(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        yield cluster
+    finally:
+        _Shared.release()
+
+
+def shared_session() -> SparkSession:
+    """The driver session on the cluster (use with :func:`shared_cluster` running)."""
+    assert _Shared.session is not None
+    return _Shared.session

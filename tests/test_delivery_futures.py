@@ -1,0 +1,554 @@
+"""The per-record delivery futures (aiokafka_lite.delivery, pure and compiled) against
+asyncio.Future, side by side.
+
+Every scenario is run three times in the same loop: on plain ``asyncio.Future`` objects
+resolved one by one with ``set_result``/``set_exception`` (the reference: what an asyncio
+producer gives its users), and on the futures of ``RecordFutures`` (pure twin and
+compiled twin) resolved per batch with ``complete``/``fail``. Each run returns a trace of
+what user code could observe: results, exceptions, callback order, cancellation, the
+loop iteration callbacks ran in, the context they saw. The traces must be equal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import gc
+import importlib
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from aiokafka_lite import delivery
+from aiokafka_lite.structs import RecordMetadata, TopicPartition
+
+TP = TopicPartition("t", 3)
+BASE_OFFSET = 100
+LOG_START = 7
+
+
+def _compiled_delivery() -> Any:
+    try:
+        return importlib.import_module("aiokafka_lite._cdelivery")
+    except ImportError:
+        return None
+
+
+CDELIVERY = _compiled_delivery()
+IMPLEMENTATIONS = [
+    pytest.param(delivery.PyRecordFutures, id="pure"),
+    pytest.param(
+        getattr(CDELIVERY, "RecordFutures", None),
+        id="compiled",
+        marks=pytest.mark.skipif(CDELIVERY is None, reason="the extension is not built"),
+    ),
+]
+
+
+def expected(i: int, base: int = BASE_OFFSET, append_time: int = -1) -> RecordMetadata:
+    """Record i of a batch: offset base + i, timestamp 1000 + i (as the kits stamp them)."""
+    offset = base + i if base >= 0 else -1
+    if append_time != -1:
+        return RecordMetadata(TP.topic, TP.partition, TP, offset, append_time, 1, LOG_START)
+    return RecordMetadata(TP.topic, TP.partition, TP, offset, 1000 + i, 0, LOG_START)
+
+
+class Batch:
+    """One batch's futures, resolved together."""
+
+    def __init__(self, futures: list[Any], complete: Callable[..., None], fail: Any) -> None:
+        self.futures = futures
+        self.complete = complete
+        self.fail = fail
+
+
+class ReferenceKit:
+    """asyncio.Future, each resolved on its own: the behaviour to match."""
+
+    def batch(self, n: int) -> Batch:
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in range(n)]
+
+        def complete(base: int = BASE_OFFSET, append_time: int = -1) -> None:
+            for i, f in enumerate(futures):
+                if not f.done():
+                    f.set_result(expected(i, base, append_time))
+
+        def fail(exc: BaseException) -> None:
+            for f in futures:
+                if not f.done():
+                    f.set_exception(exc)
+
+        return Batch(futures, complete, fail)
+
+
+class OurKit:
+    """RecordFutures (pure or compiled): futures added per record, resolved per batch."""
+
+    def __init__(self, cls: Any) -> None:
+        self.cls = cls
+
+    def batch(self, n: int) -> Batch:
+        rf = self.cls(asyncio.get_running_loop())
+        futures = [rf.add(i, 1000 + i) for i in range(n)]
+
+        def complete(base: int = BASE_OFFSET, append_time: int = -1) -> None:
+            rf.complete(TP, base, append_time, LOG_START)
+
+        return Batch(futures, complete, rf.fail)
+
+
+Scenario = Callable[[Any], Awaitable[list[Any]]]
+
+
+def outcome(fut: Any) -> Any:
+    """What a done future holds, comparably: metadata as a tuple, an exception as text."""
+    if fut.cancelled():
+        return ("cancelled",)
+    exc = fut.exception()
+    if exc is not None:
+        return ("raised", type(exc).__name__, exc.args)
+    return ("result", tuple(fut.result()))
+
+
+async def side_by_side(cls: Any, scenario: Scenario) -> list[Any]:
+    reference = await scenario(ReferenceKit())
+    ours = await scenario(OurKit(cls))
+    assert ours == reference
+    return reference
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+# -- the scenarios -----------------------------------------------------------------------
+
+
+async def await_each(kit: Any) -> list[Any]:
+    batch = kit.batch(3)
+    asyncio.get_running_loop().call_soon(batch.complete)
+    trace = []
+    for fut in batch.futures:
+        md = await fut
+        trace.append((tuple(md), md is fut.result(), md == fut.result()))
+    return trace
+
+
+async def gather_mixed(kit: Any) -> list[Any]:
+    good, bad = kit.batch(3), kit.batch(2)
+    good.complete()
+    bad.fail(ValueError("broker said no"))
+    everything = good.futures + bad.futures
+    outcomes = await asyncio.gather(*everything, return_exceptions=True)
+    trace: list[Any] = [
+        tuple(o) if isinstance(o, RecordMetadata) else (type(o).__name__, o.args) for o in outcomes
+    ]
+    with pytest.raises(ValueError, match="broker said no") as info:
+        await asyncio.gather(*everything)
+    trace.append(info.value is bad.futures[0].exception())
+    return trace
+
+
+async def callback_order(kit: Any) -> list[Any]:
+    batch = kit.batch(3)
+    f0, f1, f2 = batch.futures
+    calls: list[Any] = []
+    f0.add_done_callback(lambda f: calls.append(("a0", f is f0, f.result().offset)))
+    f2.add_done_callback(lambda f: calls.append(("a2", f.done(), f1.done())))
+    f0.add_done_callback(lambda f: calls.append(("b0", f.result().timestamp)))
+    batch.complete()
+    trace: list[Any] = [[f.done() for f in batch.futures], list(calls)]  # none ran yet
+    f1.add_done_callback(lambda f: calls.append(("late1", f.result().offset)))
+    await asyncio.sleep(0)  # one loop iteration: every callback ran
+    trace.append(list(calls))
+    return trace
+
+
+async def remove_callbacks(kit: Any) -> list[Any]:
+    batch = kit.batch(2)
+    f0, f1 = batch.futures
+    calls: list[str] = []
+
+    def x(_: Any) -> None:
+        calls.append("x")
+
+    def y(_: Any) -> None:
+        calls.append("y")
+
+    def z(_: Any) -> None:
+        calls.append("z")
+
+    f0.add_done_callback(x)
+    f0.add_done_callback(y)
+    f0.add_done_callback(x)
+    f1.add_done_callback(z)
+    trace: list[Any] = [f0.remove_done_callback(x), f0.remove_done_callback(x)]
+    batch.complete()
+    # Once done, the callbacks are scheduled already: removing finds nothing to remove.
+    trace.append(f1.remove_done_callback(z))
+    await settle()
+    trace.append(calls)
+    return trace
+
+
+async def cancel_pending(kit: Any) -> list[Any]:
+    batch = kit.batch(3)
+    f0, f1, f2 = batch.futures
+    calls: list[Any] = []
+    f0.add_done_callback(lambda f: calls.append(("cb0", f.cancelled())))
+    trace: list[Any] = [f0.cancel(), f0.cancel(), f0.cancelled(), f0.done(), calls[:]]
+    trace.append(f2.cancel("the caller gave up"))
+    for fut in (f0, f2):
+        for read in (fut.result, fut.exception):
+            with pytest.raises(asyncio.CancelledError) as info:
+                read()
+            trace.append(info.value.args)
+    await settle()
+    batch.complete()  # the cancelled ones stay cancelled
+    trace += [calls, [outcome(f) for f in batch.futures], f1.cancel()]
+    return trace
+
+
+async def pending_reads(kit: Any) -> list[Any]:
+    fut = kit.batch(1).futures[0]
+    trace: list[Any] = [fut.done(), fut.cancelled()]
+    for read in (fut.result, fut.exception):
+        with pytest.raises(asyncio.InvalidStateError) as info:
+            read()
+        trace.append(str(info.value))
+    trace.append(asyncio.isfuture(fut))
+    trace.append(fut.get_loop() is asyncio.get_running_loop())
+    trace.append(asyncio.ensure_future(fut) is fut)
+    return trace
+
+
+VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
+
+
+async def callback_context(kit: Any) -> list[Any]:
+    batch = kit.batch(2)
+    f0, f1 = batch.futures
+    seen: list[str] = []
+    VAR.set("at add_done_callback")
+    f0.add_done_callback(lambda f: seen.append(VAR.get()))
+    explicit = contextvars.copy_context()
+    explicit.run(VAR.set, "explicit context")
+    f1.add_done_callback(lambda f: seen.append(VAR.get()), context=explicit)
+    VAR.set("later")
+    batch.complete()
+    await settle()
+    return [seen, VAR.get()]
+
+
+async def callback_raises(kit: Any) -> list[Any]:
+    loop = asyncio.get_running_loop()
+    reported: list[Any] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, ctx: reported.append(ctx.get("exception")))
+    try:
+        batch = kit.batch(2)
+        f0, f1 = batch.futures
+        calls: list[str] = []
+
+        def boom(_: Any) -> None:
+            calls.append("boom")
+            raise RuntimeError("callback failed")
+
+        f0.add_done_callback(boom)
+        f0.add_done_callback(lambda f: calls.append("after boom"))
+        f1.add_done_callback(lambda f: calls.append("f1"))
+        batch.complete()
+        await settle()
+    finally:
+        loop.set_exception_handler(previous)
+    return [calls, [(type(e).__name__, e.args) for e in reported]]
+
+
+async def wait_first_and_all(kit: Any) -> list[Any]:
+    loop = asyncio.get_running_loop()
+    a, b = kit.batch(2), kit.batch(1)
+    loop.call_soon(a.complete)
+    done, pending = await asyncio.wait(a.futures + b.futures, return_when=asyncio.FIRST_COMPLETED)
+    trace: list[Any] = [sorted(f.result().offset for f in done), len(pending)]
+    loop.call_soon(b.complete, 500)
+    done, pending = await asyncio.wait(a.futures + b.futures)
+    trace.append((sorted(f.result().offset for f in done), len(pending)))
+    return trace
+
+
+async def shield_survives(kit: Any) -> list[Any]:
+    batch = kit.batch(1)
+    inner = batch.futures[0]
+    outer = asyncio.shield(inner)
+    outer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    trace: list[Any] = [inner.cancelled(), inner.done()]
+    batch.complete()
+    trace.append(tuple(await inner))
+    return trace
+
+
+async def as_completed_order(kit: Any) -> list[Any]:
+    loop = asyncio.get_running_loop()
+    first, second = kit.batch(2), kit.batch(2)
+    loop.call_soon(second.complete, 200)
+    loop.call_soon(first.fail, KeyError("gone"))
+    order = []
+    for next_done in asyncio.as_completed(first.futures + second.futures):
+        try:
+            order.append((await next_done).offset)
+        except KeyError as e:
+            order.append(e.args)
+    return order
+
+
+async def wait_for_both_ways(kit: Any) -> list[Any]:
+    loop = asyncio.get_running_loop()
+    ok, late = kit.batch(1), kit.batch(1)
+    loop.call_soon(ok.complete)
+    trace: list[Any] = [tuple(await asyncio.wait_for(ok.futures[0], 10))]
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(late.futures[0], 0.01)
+    trace.append(late.futures[0].cancelled())  # wait_for cancels what it waited for
+    return trace
+
+
+async def timeout_context(kit: Any) -> list[Any]:
+    batch = kit.batch(2)
+    f0, f1 = batch.futures
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.01):
+            await f0
+    trace: list[Any] = [f0.cancelled(), f1.done()]
+    batch.complete()
+    async with asyncio.timeout(10):
+        trace.append(tuple(await f1))
+    return trace
+
+
+async def task_cancelled_while_awaiting(kit: Any) -> list[Any]:
+    batch = kit.batch(2)
+    f0, f1 = batch.futures
+
+    async def waiter() -> Any:
+        return await f0
+
+    task = asyncio.create_task(waiter())
+    await asyncio.sleep(0)  # the task now waits on f0
+    task.cancel("stop waiting")
+    with pytest.raises(asyncio.CancelledError) as info:
+        await task
+    trace: list[Any] = [info.value.args, f0.cancelled(), task.cancelled()]
+    batch.complete()
+    trace.append(outcome(f1))
+    return trace
+
+
+async def failed_batch(kit: Any) -> list[Any]:
+    batch = kit.batch(2)
+    exc = ConnectionError("lost")
+    batch.fail(exc)
+    trace: list[Any] = []
+    for fut in batch.futures:
+        trace.append(fut.exception() is exc)
+        with pytest.raises(ConnectionError) as info:
+            fut.result()
+        trace.append(info.value is exc)
+    return trace
+
+
+async def resolved_once(kit: Any) -> list[Any]:
+    done_first, failed_first = kit.batch(2), kit.batch(2)
+    done_first.complete()
+    done_first.fail(OSError("too late"))
+    failed_first.fail(OSError("first"))
+    failed_first.complete()
+    return [outcome(f) for f in done_first.futures + failed_first.futures]
+
+
+async def acks_zero_and_log_append_time(kit: Any) -> list[Any]:
+    acks0, appended = kit.batch(2), kit.batch(2)
+    acks0.complete(-1)
+    appended.complete(50, 123_456)
+    return [outcome(f) for f in acks0.futures + appended.futures]
+
+
+async def never_retrieved(kit: Any) -> list[Any]:
+    loop = asyncio.get_running_loop()
+    reported: list[Any] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, ctx: reported.append(ctx))
+    try:
+        exc = TimeoutError("no answer")
+        batch = kit.batch(2)
+        batch.fail(exc)
+        batch.futures[1].exception()  # this one was looked at
+        del batch
+        gc.collect()
+        await settle()
+    finally:
+        loop.set_exception_handler(previous)
+    return [
+        ("exception was never retrieved" in ctx["message"], ctx["exception"] is exc)
+        for ctx in reported
+    ]
+
+
+SCENARIOS: list[Scenario] = [
+    await_each,
+    gather_mixed,
+    callback_order,
+    remove_callbacks,
+    cancel_pending,
+    pending_reads,
+    callback_context,
+    callback_raises,
+    wait_first_and_all,
+    shield_survives,
+    as_completed_order,
+    wait_for_both_ways,
+    timeout_context,
+    task_cancelled_while_awaiting,
+    failed_batch,
+    resolved_once,
+    acks_zero_and_log_append_time,
+    never_retrieved,
+]
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
+async def test_same_as_asyncio_future(cls: Any, scenario: Scenario) -> None:
+    await side_by_side(cls, scenario)
+
+
+# The traces are compared above; these pin what they must contain, so that a scenario
+# that stops observing anything (both sides empty) cannot pass unnoticed.
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_callbacks_run_in_order_one_iteration_after_completion(cls: Any) -> None:
+    trace = await side_by_side(cls, callback_order)
+    assert trace == [
+        [True, True, True],
+        [],
+        [("a0", True, 100), ("b0", 1000), ("a2", True, True), ("late1", 101)],
+    ]
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_cancellation_and_exactly_once(cls: Any) -> None:
+    trace = await side_by_side(cls, cancel_pending)
+    assert trace[:5] == [True, False, True, True, []]
+    assert trace[6:10] == [(), (), ("the caller gave up",), ("the caller gave up",)]
+    assert trace[11] == [("cancelled",), ("result", tuple(expected(1))), ("cancelled",)]
+    once = await side_by_side(cls, resolved_once)
+    assert once[:2] == [("result", tuple(expected(0))), ("result", tuple(expected(1)))]
+    assert once[2:] == [("raised", "OSError", ("first",))] * 2
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_contexts_errors_and_unretrieved_exceptions(cls: Any) -> None:
+    assert await side_by_side(cls, callback_context) == [
+        ["at add_done_callback", "explicit context"],
+        "later",
+    ]
+    assert await side_by_side(cls, callback_raises) == [
+        ["boom", "after boom", "f1"],
+        [("RuntimeError", ("callback failed",))],
+    ]
+    assert await side_by_side(cls, never_retrieved) == [(True, True)]
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_metadata_values(cls: Any) -> None:
+    trace = await side_by_side(cls, acks_zero_and_log_append_time)
+    assert trace == [
+        ("result", tuple(expected(0, -1))),
+        ("result", tuple(expected(1, -1))),
+        ("result", tuple(expected(0, 50, 123_456))),
+        ("result", tuple(expected(1, 50, 123_456))),
+    ]
+    assert trace[0][1][3] == -1 and trace[3][1][3:6] == (51, 123_456, 1)
+
+
+# -- garbage collector -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_record_metadata_is_not_tracked_by_the_gc(cls: Any) -> None:
+    rf = cls(asyncio.get_running_loop())
+    futures = [rf.add(i, 1000 + i) for i in range(3)]
+    rf.complete(TP, BASE_OFFSET, -1, LOG_START)
+    for fut in futures:
+        md = fut.result()
+        assert isinstance(md, RecordMetadata)
+        assert not gc.is_tracked(md)
+    gc.collect()  # (a collection untracks plain tuples: not a reason to pass)
+    assert not gc.is_tracked(futures[0].result())
+
+
+@pytest.mark.skipif(CDELIVERY is None, reason="the extension is not built")
+async def test_compiled_future_is_tracked_only_while_it_could_form_a_cycle() -> None:
+    rf = CDELIVERY.RecordFutures(asyncio.get_running_loop())
+    plain, watched, failing = (rf.add(i, 0) for i in range(3))
+    assert not gc.is_tracked(plain)
+    watched.add_done_callback(lambda f: None)
+    assert gc.is_tracked(watched)  # a callback may refer back to it
+    rf.complete(TP, 0, -1, 0)
+    assert not gc.is_tracked(plain)
+    assert not gc.is_tracked(watched)  # callbacks handed to the loop
+    await settle()
+    assert not gc.is_tracked(plain.result())
+    rf2 = CDELIVERY.RecordFutures(asyncio.get_running_loop())
+    failing = rf2.add(0, 0)
+    rf2.fail(ValueError("x"))
+    assert gc.is_tracked(failing)  # the exception's traceback may lead back to it
+    failing.exception()
+
+
+@pytest.mark.skipif(CDELIVERY is None, reason="the extension is not built")
+async def test_compiled_future_in_a_cycle_through_its_callback_is_collected() -> None:
+    class Marker:
+        pass
+
+    rf = CDELIVERY.RecordFutures(asyncio.get_running_loop())
+    fut = rf.add(0, 0)
+    marker = Marker()
+    alive = weakref.ref(marker)
+
+    def callback(f: Any, fut: Any = fut, marker: Marker = marker) -> None:
+        pass
+
+    fut.add_done_callback(callback)  # fut -> callback -> fut
+    del fut, marker, callback, rf
+    gc.collect()
+    assert alive() is None
+
+
+@pytest.mark.skipif(CDELIVERY is None, reason="the extension is not built")
+async def test_compiled_futures_add_no_tracked_object_per_record() -> None:
+    rf = CDELIVERY.RecordFutures(asyncio.get_running_loop())
+    gc.collect()
+    before = len(gc.get_objects())
+    held = [rf.add(i, i) for i in range(1000)]
+    rf.complete(TP, 0, -1, 0)
+    results = [f.result() for f in held]
+    assert len(results) == 1000
+    assert len(gc.get_objects()) - before < 10  # the list `held`, `results`: not per record
+
+
+async def test_compiled_future_is_not_an_asyncio_future_instance() -> None:
+    """The one difference user code can see (README's migration table says so)."""
+    rf = delivery.RecordFutures(asyncio.get_running_loop())
+    fut = rf.add(0, 0)
+    assert asyncio.isfuture(fut)
+    from aiokafka_lite import speedups
+
+    assert isinstance(fut, asyncio.Future) is (not speedups.COMPILED)
+    rf.complete(TP, 0, -1, 0)

@@ -1,0 +1,215 @@
+"""The compiled twins: which implementation is in use, and that each twin gives what its
+pure module gives (bytes of a batch, murmur2), whichever build runs the suite.
+
+CI runs the whole suite twice: once as installed (compiled; it sets
+``AIOKAFKA_LITE_EXPECT_COMPILED=1`` so that a build that silently fell back to pure
+Python fails here), and once with ``AIOKAFKA_LITE_NO_EXTENSIONS=1``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import aiokafka_lite
+from aiokafka_lite import delivery, partitioner, records, speedups
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _compiled(name: str) -> Any:
+    try:
+        return importlib.import_module(f"aiokafka_lite.{name}")
+    except ImportError:
+        return None
+
+
+CRECORDS = _compiled("_crecords")
+CPARTITIONER = _compiled("_cpartitioner")
+BUILT = CRECORDS is not None and CPARTITIONER is not None and _compiled("_cdelivery") is not None
+needs_build = pytest.mark.skipif(not BUILT, reason="the extension is not built")
+
+PROBE = """
+import json
+import aiokafka_lite
+from aiokafka_lite import delivery, partitioner, records, speedups
+print(json.dumps({
+    "compiled": speedups.COMPILED,
+    "reason": speedups.REASON,
+    "builder": records.RecordBatchBuilder.__module__,
+    "murmur2": partitioner.murmur2 is partitioner.py_murmur2,
+    "futures": delivery.RecordFutures.__module__,
+}))
+"""
+
+
+def probe(**env: str) -> dict[str, Any]:
+    """What a fresh interpreter picks, with ``env`` added to this one's environment."""
+    environ = {k: v for k, v in os.environ.items() if k != speedups.ENV_VAR}
+    # The package this process imported (a source tree or an installed wheel), not ROOT.
+    where = Path(aiokafka_lite.__file__).resolve().parent.parent
+    environ["PYTHONPATH"] = os.pathsep.join([str(where), environ.get("PYTHONPATH", "")])
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env={**environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def test_this_process_uses_what_the_environment_asks_for() -> None:
+    forced = os.environ.get(speedups.ENV_VAR, "") not in ("", "0")
+    if forced:
+        reason = speedups.REASON
+        assert not speedups.COMPILED
+        assert reason == f"{speedups.ENV_VAR} is set"
+    else:
+        assert speedups.COMPILED is BUILT
+    if os.environ.get("AIOKAFKA_LITE_EXPECT_COMPILED") == "1":
+        assert speedups.COMPILED, speedups.REASON
+    # Every twin follows the one switch: never a mix.
+    assert (records.RecordBatchBuilder is not records.PyRecordBatchBuilder) is speedups.COMPILED
+    assert (partitioner.murmur2 is not partitioner.py_murmur2) is speedups.COMPILED
+    assert (delivery.RecordFutures is not delivery.PyRecordFutures) is speedups.COMPILED
+
+
+def test_the_environment_variable_forces_pure_python() -> None:
+    pure = probe(AIOKAFKA_LITE_NO_EXTENSIONS="1")
+    assert pure == {
+        "compiled": False,
+        "reason": "AIOKAFKA_LITE_NO_EXTENSIONS is set",
+        "builder": "aiokafka_lite.records",
+        "murmur2": True,
+        "futures": "aiokafka_lite.delivery",
+    }
+    default = probe(AIOKAFKA_LITE_NO_EXTENSIONS="0")  # "0" means not set
+    assert default["compiled"] is BUILT
+    if BUILT:
+        assert default["builder"] == "aiokafka_lite._crecords"
+        assert default["futures"] == "aiokafka_lite._cdelivery"
+        assert default["murmur2"] is False
+
+
+# -- the compiled encoder writes the pure encoder's bytes -------------------------------
+
+payload = st.none() | st.binary(max_size=300)
+header = st.tuples(st.text(max_size=20), st.none() | st.binary(max_size=40))
+record = st.tuples(
+    st.integers(-(2**40), 2**40),  # timestamp delta
+    payload,
+    payload,
+    st.lists(header, max_size=3),
+)
+
+
+def _close_both(pure: Any, compiled: Any, **header_fields: Any) -> None:
+    assert compiled.count == pure.count
+    assert compiled.max_timestamp == pure.max_timestamp
+    assert bytes(compiled.close(**header_fields)) == bytes(pure.close(**header_fields))
+
+
+@needs_build
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.integers(0, 2**45),
+    records_=st.lists(record, max_size=40),
+    limit=st.integers(0, 3000),
+    transactional=st.booleans(),
+)
+def test_compiled_append_writes_the_same_bytes(
+    base: int, records_: list[Any], limit: int, transactional: bool
+) -> None:
+    pure, compiled = records.PyRecordBatchBuilder(base), CRECORDS.RecordBatchBuilder(base)
+    for delta, key, value, headers in records_:
+        added = pure.append(base + delta, key, value, headers, limit)
+        assert compiled.append(base + delta, key, value, headers, limit) == added
+        assert compiled.buf == pure.buf
+    _close_both(pure, compiled, producer_id=77, producer_epoch=3, base_sequence=9,
+                transactional=transactional)  # fmt: skip
+
+
+@needs_build
+@settings(max_examples=200, deadline=None)
+@given(
+    pairs=st.lists(st.tuples(payload, payload), max_size=60),
+    start=st.integers(0, 5),
+    limit=st.integers(0, 4000),
+    budget=st.integers(0, 4000),
+    prefilled=st.integers(0, 3),
+)
+def test_compiled_append_many_stops_where_pure_stops(
+    pairs: list[Any], start: int, limit: int, budget: int, prefilled: int
+) -> None:
+    keys = [k for k, _ in pairs]
+    values = [v for _, v in pairs]
+    order = list(range(len(pairs)))[::-1]  # not the identity: indices are followed
+    pure, compiled = records.PyRecordBatchBuilder(10), CRECORDS.RecordBatchBuilder(10)
+    for b in (pure, compiled):
+        for _ in range(prefilled):
+            b.append(11, b"k", b"v", None, 1 << 20)
+    stop = pure.append_many(12, keys, values, order, start, limit, budget)
+    assert compiled.append_many(12, keys, values, order, start, limit, budget) == stop
+    assert compiled.buf == pure.buf
+    _close_both(pure, compiled)
+
+
+@needs_build
+def test_compiled_encoder_takes_any_bytes_like_and_compresses_the_same() -> None:
+    from aiokafka_lite.compression import get_codec
+
+    codec = get_codec("gzip")
+    assert codec is not None
+    pure = records.PyRecordBatchBuilder(0, codec.compressor(None), codec.id)
+    compiled = CRECORDS.RecordBatchBuilder(0, codec.compressor(None), codec.id)
+    for b in (pure, compiled):
+        b.append(1, bytearray(b"key"), memoryview(b"value"), [("h", bytearray(b"x"))], 1000)
+        b.append(2, None, None, None, 1000)
+    _close_both(pure, compiled)
+
+
+@needs_build
+def test_compiled_encoder_refuses_what_pure_refuses_without_appending() -> None:
+    for cls in (records.PyRecordBatchBuilder, CRECORDS.RecordBatchBuilder):
+        b = cls(0)
+        with pytest.raises(TypeError):
+            b.append(1, "text is not bytes", b"v", None, 1000)
+        assert (b.count, bytes(b.buf)) == (0, bytes(records.BATCH_HEADER_SIZE))
+
+
+# -- murmur2 -------------------------------------------------------------------------------
+
+
+@needs_build
+@settings(max_examples=1000, deadline=None)
+@given(data=st.binary(max_size=600), n=st.integers(1, 10_000))
+def test_compiled_murmur2_equals_pure(data: bytes, n: int) -> None:
+    assert CPARTITIONER.murmur2(data) == partitioner.py_murmur2(data)
+    assert CPARTITIONER.murmur2_u32(data) == partitioner.py_murmur2_u32(data)
+    assert CPARTITIONER.default_partition(data, n) == partitioner.py_default_partition(data, n)
+    assert CPARTITIONER.murmur2(bytearray(data)) == partitioner.py_murmur2(data)
+
+
+@needs_build
+def test_compiled_murmur2_java_vectors() -> None:
+    rows = (ROOT / "tests" / "data" / "murmur2-vectors.tsv").read_text().splitlines()
+    header, *lines = (row.split("\t") for row in rows)
+    col = {name: i for i, name in enumerate(header)}
+    assert len(lines) >= 40
+    for row in lines:
+        key = bytes.fromhex(row[col["key_hex"]])
+        assert CPARTITIONER.murmur2(key) == int(row[col["murmur2_signed32"]])
+        assert CPARTITIONER.default_partition(key, 7) == int(row[col["partition_of_7"]])
+        assert CPARTITIONER.default_partition(key, 100) == int(row[col["partition_of_100"]])

@@ -680,7 +680,33 @@ class Sender:
             if isinstance(error, KafkaConnectionError | KafkaTimeoutError):
                 self._metadata.request_update()
         else:
-            self._finish(batch, error=_attach_tp(error, batch))
+            self._finish(batch, error=self._final_error(batch, error, now))
+
+    def _final_error(self, batch: ProducerBatch, error: KafkaError, now: float) -> KafkaError:
+        """What a batch that may not be retried again fails with.
+
+        Past delivery_timeout_ms: a KafkaTimeoutError naming the last error, as when
+        it expires in its queue. A batch whose request may have been written (no
+        usable answer) says that its outcome is unknown. Else the error itself.
+        """
+        topic, partition = batch.queue.tp
+        final: KafkaError
+        if now - batch.created >= self._config.delivery_timeout_ms / 1000:
+            final = KafkaTimeoutError(
+                f"{batch.count} record(s) for {topic}[{partition}] expired: "
+                f"{(now - batch.created) * 1000:.0f} ms since the batch was created is past "
+                f"delivery_timeout_ms ({self._config.delivery_timeout_ms}); last error: {error}"
+            )
+        elif batch.maybe_written and self._running and self._fatal is None:
+            final = DeliveryOutcomeUnknownError(
+                f"{batch.count} record(s) for {topic}[{partition}] may or may not have been "
+                f"written: a request carrying them got no usable answer ({error}), and its "
+                f"retries (retries={self._config.retries}) are used up"
+            )
+        else:
+            return _attach_tp(error, batch)
+        final.__cause__ = error
+        return final
 
     def _can_retry(self, batch: ProducerBatch, now: float) -> bool:
         return (

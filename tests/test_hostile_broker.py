@@ -184,3 +184,23 @@ async def test_an_old_broker_works_or_fails_every_record_by_name(broker_kind: st
             assert isinstance(error, UnsupportedVersionError), repr(error)
             assert "InitProducerId" in str(error), repr(error)
         assert not cluster.records()
+
+
+async def test_a_record_written_without_a_usable_answer_says_its_outcome_is_unknown() -> None:
+    """The broker writes the batch and answers garbage; with no retries left the
+    record must not fail with an error that reads as "not written"."""
+    cluster = LogCluster(topics={"t": 1}, hooks={PRODUCE: hostile_produce("garbage", 10**9)})
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address, enable_idempotence=False, retries=0
+        )
+        await producer.start()
+        futures = [await producer.send("t", value(0))]
+        outcome = await settle(futures, 10.0)
+        await watch.stop_and_check(producer, futures, stop_timeout=2)
+    assert [r.value for r in cluster.records()] == [value(0)]  # it was written
+    (error,) = outcome.failed.values()
+    assert isinstance(error, DeliveryOutcomeUnknownError), repr(error)
+    assert "retries" in str(error) and isinstance(error.__cause__, ProtocolError)
+    check_log(cluster.records(), outcome)

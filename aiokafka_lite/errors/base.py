@@ -192,7 +192,8 @@ class DeliveryOutcomeUnknownError(KafkaError):
 
     Its request got no answer (timeout or lost connection), and then the
     idempotent producer had to start a new epoch; under a new epoch the broker
-    cannot recognise a re-sent copy, so re-sending could write it twice.
+    cannot recognise a re-sent copy, so re-sending could write it twice. Or its
+    requests got no usable answer until its ``retries`` were used up.
     """
 
 

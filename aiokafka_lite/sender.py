@@ -23,30 +23,27 @@ import time
 from collections.abc import Callable
 from functools import partial
 
+from . import batch_errors
 from .accumulator import ProducerBatch, RecordAccumulator
 from .client import NetworkClient, backoff_delay
 from .cluster import Node
 from .config import ProducerConfig
 from .connection import BrokerConnection
 from .errors import (
-    BrokerResponseError,
     DeliveryOutcomeUnknownError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     OutOfOrderSequenceNumberError,
-    PartitionAbortedError,
     ProducerClosedError,
     ProtocolError,
-    RequestEncodingError,
     UnsupportedCompressionTypeError,
     error_from_response,
 )
 from .idempotence import IdempotenceState
 from .metrics import ProducerMetrics
+from .producer_id import fetch_producer_id
 from .protocol.messages import (
-    InitProducerIdRequest,
-    InitProducerIdResponse,
     PartitionProduceData,
     PartitionProduceResponse,
     ProduceRequest,
@@ -295,7 +292,7 @@ class Sender:
             cause,
         )
         for batch in batches:
-            self._finish(batch, error=_unsendable_error(batch, cause))
+            self._finish(batch, error=batch_errors.unsendable(batch, cause))
 
     def _fail_unsendable(
         self, batch: ProducerBatch, cause: Exception, queued: bool = False
@@ -319,7 +316,7 @@ class Sender:
             and self._idem.release_sequence(batch.queue.tp, batch.base_sequence, batch.count)
         ):
             batch.base_sequence = -1
-        error = _unsendable_error(batch, cause)
+        error = batch_errors.unsendable(batch, cause)
         if queued:
             self._fail_queued(batch, error)
         else:
@@ -394,7 +391,7 @@ class Sender:
                 self._in_flight.discard(batch)
                 self._acc.in_flight_done(batch)
             self._acc.discard_queued(batch)
-            batch.fail(_attach_tp(error, batch))
+            batch.fail(batch_errors.attach_tp(error, batch))
             self._acc.deallocate(batch)
 
     def _handle_outcome(
@@ -544,61 +541,24 @@ class Sender:
         return False
 
     async def _init_producer_id(self) -> None:
-        """InitProducerId (v3+ bumps our epoch), retried until it works or fails for good."""
-        idem = self._idem
-        assert idem is not None
+        """A new producer id or epoch (producer_id.py); a failure no retry fixes is fatal."""
+        assert self._idem is not None
         # Never zero: a failure before any await (no broker reachable) would spin.
         backoff = max(self._config.retry_backoff_ms, _MIN_LOOP_BACKOFF_MS) / 1000
-        refused = False
         try:
-            while self._running:
-                node_id = self._client.least_loaded_node(time.monotonic())
-                bump = False  # also when connect() itself fails (e.g. authentication)
-                try:
-                    if node_id is None:
-                        raise KafkaConnectionError("no broker is reachable")
-                    conn = await self._client.connect(node_id)
-                    version = conn.version_for(InitProducerIdRequest)
-                    bump = idem.has_producer_id and version >= 3 and not refused
-                    response: InitProducerIdResponse = await conn.send(
-                        InitProducerIdRequest(
-                            transactional_id=None,
-                            transaction_timeout_ms=60000,
-                            producer_id=idem.producer_id if bump else -1,
-                            producer_epoch=idem.epoch if bump else -1,
-                        ),
-                        version,
-                    )
-                    if response.error_code:
-                        raise error_from_response(
-                            response.error_code,
-                            message="the broker refused a producer id (InitProducerId)",
-                        )
-                except KafkaError as e:
-                    if not e.retriable and bump:
-                        # Bumping our epoch was refused: a producer without a
-                        # transactional id may simply start over with a new id.
-                        log.warning("epoch bump refused (%s); asking for a new producer id", e)
-                        refused = True
-                        continue
-                    if not e.retriable:
-                        self._fail_fatally(e)
-                        return
-                    log.info("InitProducerId failed (%s); retrying", e)
-                    self._pid_error = e
-                    await asyncio.sleep(backoff)
-                    continue
-                except Exception as e:  # not the broker's doing: retried, never lost
-                    log.warning("InitProducerId failed (%r); retrying", e)
-                    self._pid_error = e
-                    await asyncio.sleep(backoff)
-                    continue
-                self._pid_error = None
-                self._new_epoch(response.producer_id, response.producer_epoch)
-                return
+            found = await fetch_producer_id(
+                self._client, self._idem, backoff, lambda: self._running, self._note_pid_error
+            )
+            if found is not None:
+                self._new_epoch(*found)
+        except KafkaError as e:
+            self._fail_fatally(e)
         finally:
             self._pid_task = None
             self.wakeup()
+
+    def _note_pid_error(self, error: BaseException | None) -> None:
+        self._pid_error = error
 
     def _new_epoch(self, producer_id: int, epoch: int) -> None:
         assert self._idem is not None
@@ -660,13 +620,13 @@ class Sender:
         if error.retriable:
             self._requeue_or_fail(batch, error, now)
         else:
-            self._finish(batch, error=_attach_tp(error, batch))
+            self._finish(batch, error=batch_errors.attach_tp(error, batch))
 
     def _requeue_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
         """Retry ``batch`` after a backoff if retries and delivery_timeout_ms allow."""
         aborted = batch.queue.aborted
         if aborted is not None:  # sent behind a batch that failed for good
-            self._finish(batch, error=_aborted_error(batch, aborted))
+            self._finish(batch, error=batch_errors.aborted(batch, aborted))
         elif self._can_retry(batch, now):
             log.debug("retrying %r after %s", batch, error)
             batch.last_error = error
@@ -689,24 +649,11 @@ class Sender:
         it expires in its queue. A batch whose request may have been written (no
         usable answer) says that its outcome is unknown. Else the error itself.
         """
-        topic, partition = batch.queue.tp
-        final: KafkaError
         if now - batch.created >= self._config.delivery_timeout_ms / 1000:
-            final = KafkaTimeoutError(
-                f"{batch.count} record(s) for {topic}[{partition}] expired: "
-                f"{(now - batch.created) * 1000:.0f} ms since the batch was created is past "
-                f"delivery_timeout_ms ({self._config.delivery_timeout_ms}); last error: {error}"
-            )
-        elif batch.maybe_written and self._running and self._fatal is None:
-            final = DeliveryOutcomeUnknownError(
-                f"{batch.count} record(s) for {topic}[{partition}] may or may not have been "
-                f"written: a request carrying them got no usable answer ({error}), and its "
-                f"retries (retries={self._config.retries}) are used up"
-            )
-        else:
-            return _attach_tp(error, batch)
-        final.__cause__ = error
-        return final
+            return batch_errors.expired(batch, now, self._config.delivery_timeout_ms, error)
+        if batch.maybe_written and self._running and self._fatal is None:
+            return batch_errors.outcome_unknown(batch, error, self._config.retries)
+        return batch_errors.attach_tp(error, batch)
 
     def _can_retry(self, batch: ProducerBatch, now: float) -> bool:
         return (
@@ -717,16 +664,10 @@ class Sender:
         )
 
     def _expire(self, batch: ProducerBatch, now: float) -> None:
-        topic, partition = batch.queue.tp
         cause = self._why_not_sent(batch)
-        error = KafkaTimeoutError(
-            f"{batch.count} record(s) for {topic}[{partition}] expired: "
-            f"{(now - batch.created) * 1000:.0f} ms since the batch was created is past "
-            f"delivery_timeout_ms ({self._config.delivery_timeout_ms})"
-            + ("" if cause is None else f"; last error: {cause}")
+        self._fail_queued(
+            batch, batch_errors.expired(batch, now, self._config.delivery_timeout_ms, cause)
         )
-        error.__cause__ = cause
-        self._fail_queued(batch, error)
 
     def _why_not_sent(self, batch: ProducerBatch) -> BaseException | None:
         """What kept a batch from delivery: its leader cannot be connected to, its last
@@ -797,40 +738,7 @@ class Sender:
             # come back with an error; the partition resumes once they are in.
             q.aborted = error
             for behind in list(q.batches):
-                self._fail_queued(behind, _aborted_error(behind, error))
-
-
-def _aborted_error(batch: ProducerBatch, cause: BaseException) -> PartitionAbortedError:
-    topic, partition = batch.queue.tp
-    error = PartitionAbortedError(
-        f"{batch.count} record(s) for {topic}[{partition}] not sent: an earlier record of "
-        f"the partition failed ({cause})"
-    )
-    error.__cause__ = cause
-    return error
-
-
-def _unsendable_error(batch: ProducerBatch, cause: Exception) -> KafkaError:
-    """The named error for a batch that could not be put on the wire."""
-    if isinstance(cause, KafkaError):
-        return _attach_tp(cause, batch)
-    topic, partition = batch.queue.tp
-    error = RequestEncodingError(
-        f"{batch.count} record(s) for {topic}[{partition}] could not be sent: "
-        f"{type(cause).__name__}: {cause}"
-    )
-    error.__cause__ = cause
-    return error
-
-
-def _attach_tp(error: KafkaError, batch: ProducerBatch) -> KafkaError:
-    """Name the partition in errors that came from the connection, not the broker."""
-    if isinstance(error, BrokerResponseError):
-        return error
-    topic, partition = batch.queue.tp
-    wrapped = type(error)(f"{error} (while sending to {topic}[{partition}])")
-    wrapped.__cause__ = error
-    return wrapped
+                self._fail_queued(behind, batch_errors.aborted(behind, error))
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

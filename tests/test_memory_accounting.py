@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from invariants import Watch
+from invariants import Watch, rss_mb
 from scripted_broker import HANG
 from scripted_cluster import PRODUCE, LogCluster
 
@@ -144,7 +144,10 @@ async def test_ten_byte_records_cannot_hold_more_than_buffer_memory(hung_broker:
                 fut.add_done_callback(retrieve)
                 sent.append(fut)
 
+    rss_before = rss_mb()
     grown = await traced(fill)
+    rss_grown = rss_mb() - rss_before  # tracemalloc's own bookkeeping included
     grown -= len(sent) * 8  # the test's own list of the futures
     await watch.stop_and_check(producer, sent, stop_timeout=0.5)
     assert grown <= limit * 1.05, f"{grown / 2**20:.1f} MiB held for a {limit / 2**20} MiB buffer"
+    assert rss_grown <= limit / 2**20 + 64, f"RSS grew {rss_grown:.0f} MiB"

@@ -20,7 +20,7 @@ from .protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 
 __all__ = ["fetch_producer_id"]
 
-log = logging.getLogger("aiokafka_lite.sender")
+log = logging.getLogger("aiokafka_lite.producer_id")
 
 
 async def fetch_producer_id(

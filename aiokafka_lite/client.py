@@ -280,6 +280,8 @@ class NetworkClient:
 
     def close_idle(self, now: float) -> float:
         """Close connections idle past ``connections_max_idle_ms``; return s to the next check."""
+        if self._config.connections_max_idle_ms is None:
+            return 3600.0  # never closed for idleness
         limit = self._config.connections_max_idle_ms / 1000
         next_check = limit
         for conn in list(self._conns.values()):

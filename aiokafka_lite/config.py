@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import math
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -84,7 +85,7 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     metadata_max_age_ms: _PositiveMs = 300000
     metadata_max_idle_ms: _PositiveMs = 300000
     max_in_flight_requests_per_connection: Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)] = 5
-    connections_max_idle_ms: _PositiveMs = 540000
+    connections_max_idle_ms: _PositiveMs | None = 540000
     enable_idempotence: bool = True
     transactional_id: str | None = None
     transaction_timeout_ms: _Int32Ms = 60000  # InitProducerId's int32
@@ -206,6 +207,7 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
                 )
             data[name] = value
             given_as[name] = key
+        _as_aiokafka_does(data)
         if "enable_idempotence" not in data and data.get("transactional_id") is None:
             # As Java: idempotence is the default, but options that rule it out
             # (set explicitly) turn it off instead of failing. A transactional
@@ -250,7 +252,7 @@ FIELD_DOCS: dict[str, str] = {
     "metadata_max_age_ms": "metadata is refreshed at least this often",
     "metadata_max_idle_ms": "a topic not sent to for this long is dropped from metadata requests",
     "max_in_flight_requests_per_connection": "pipelined requests per broker connection",
-    "connections_max_idle_ms": "idle connections are closed after this long",
+    "connections_max_idle_ms": "idle connections are closed after this long (`None`: never)",
     "enable_idempotence": "producer id + sequence numbers: no duplicates or reordering on"
     " retry (turned off by itself when `acks`, `retries` or in-flight settings rule it out)",
     "transactional_id": "enables transactions (`begin_transaction()` ... `commit_transaction()`);"
@@ -313,6 +315,22 @@ def _translate(key: str, value: Any) -> tuple[str, Any]:
         elif value in ("true", "false"):
             value = value == "true"
     return _ALIASES.get(name, name), value
+
+
+def _as_aiokafka_does(data: dict[str, Any]) -> None:
+    """Combinations aiokafka accepts and code written for it passes (FastStream does)."""
+    if data.get("transactional_id") is not None and data.get("enable_idempotence") is False:
+        # aiokafka turns idempotence on for a transactional producer whatever was asked.
+        log.info("enable_idempotence is on: a transactional producer is idempotent")
+        data["enable_idempotence"] = True
+    timeout = data.get("request_timeout_ms")
+    if "delivery_timeout_ms" not in data and isinstance(timeout, int):
+        # delivery_timeout_ms is ours (not aiokafka's): when it is not given, it grows
+        # to fit a long request_timeout_ms instead of refusing it.
+        linger = data.get("linger_ms", 5)
+        if isinstance(linger, int | float):
+            grown = max(120_000, timeout + math.ceil(linger))
+            data["delivery_timeout_ms"] = min(grown, INT32_MAX)  # never past its own bound
 
 
 def _idempotence_conflict(data: dict[str, Any]) -> str | None:

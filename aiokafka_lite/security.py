@@ -11,6 +11,7 @@ per (re-)authentication, which calls the OAUTHBEARER token provider again.
 from __future__ import annotations
 
 import inspect
+import logging
 import ssl
 import time
 from collections.abc import Mapping
@@ -22,6 +23,8 @@ from .sasl import OAuthBearer, Plain, SaslMechanism, Scram
 
 if TYPE_CHECKING:
     from .config import ProducerConfig
+
+log = logging.getLogger("aiokafka_lite.security")
 
 __all__ = ["OAuthToken", "Security", "build_ssl_context", "check_config", "create_ssl_context"]
 
@@ -49,7 +52,13 @@ def check_config(cfg: ProducerConfig) -> None:
     uses_tls = cfg.security_protocol in ("SSL", "SASL_SSL")
     uses_sasl = cfg.security_protocol.startswith("SASL_")
     if not uses_tls:
-        given = [n for n in ("ssl_context", *_SSL_FILES) if getattr(cfg, n) is not None]
+        if cfg.ssl_context is not None:
+            # aiokafka ignores it too; frameworks pass one along whatever the protocol.
+            log.warning(
+                "ssl_context is ignored: security_protocol=%r does not use TLS",
+                cfg.security_protocol,
+            )
+        given = [n for n in _SSL_FILES if getattr(cfg, n) is not None]
         if given:
             raise ConfigError(
                 f"{given[0]} is set but security_protocol={cfg.security_protocol!r} does not "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -245,3 +246,30 @@ async def test_send_offsets_takes_aiokafka_shapes(
     # (Offsets only: Tansu keeps no commit metadata; confluent-kafka's consumer reads the
     # metadata of its own commits back empty there too.)
     assert {tp.partition: tp.offset for tp in committed} == {0: 5, 1: 7}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"connections_max_idle_ms": None},  # aiokafka: never close idle connections
+        {"request_timeout_ms": 130_000},  # longer than our default delivery_timeout_ms
+        {"ssl_context": ssl.create_default_context()},  # ignored with PLAINTEXT
+    ],
+    ids=["idle-none", "long-request-timeout", "ssl-context-plaintext"],
+)
+async def test_options_aiokafka_accepts(
+    make: Factory, topic_factory: TopicFactory, options: dict[str, Any]
+) -> None:
+    topic = topic_factory(1)
+    producer = make(**options)
+    await producer.start()
+    assert (await producer.send_and_wait(topic, b"v")).offset == 0
+
+
+async def test_transactional_producer_is_idempotent_whatever_was_asked(impl: Factory) -> None:
+    """FastStream passes enable_idempotence=False along with a transactional_id."""
+    producer = impl(transactional_id="t", enable_idempotence=False)
+    if impl is aiokafka_lite.AIOKafkaProducer:
+        assert producer.config.enable_idempotence
+    else:
+        assert producer._txn_manager is not None  # aiokafka's, observed

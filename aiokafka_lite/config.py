@@ -207,7 +207,7 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
                 )
             data[name] = value
             given_as[name] = key
-        _as_aiokafka_does(data)
+        _as_aiokafka_does(data, given_as)
         if "enable_idempotence" not in data and data.get("transactional_id") is None:
             # As Java: idempotence is the default, but options that rule it out
             # (set explicitly) turn it off instead of failing. A transactional
@@ -317,10 +317,15 @@ def _translate(key: str, value: Any) -> tuple[str, Any]:
     return _ALIASES.get(name, name), value
 
 
-def _as_aiokafka_does(data: dict[str, Any]) -> None:
+def _as_aiokafka_does(data: dict[str, Any], given_as: dict[str, str]) -> None:
     """Combinations aiokafka accepts and code written for it passes (FastStream does)."""
-    if data.get("transactional_id") is not None and data.get("enable_idempotence") is False:
-        # aiokafka turns idempotence on for a transactional producer whatever was asked.
+    if (
+        data.get("transactional_id") is not None
+        and data.get("enable_idempotence") is False
+        and given_as.get("enable_idempotence") == "enable_idempotence"
+    ):
+        # aiokafka turns idempotence on for a transactional producer whatever was
+        # asked; under Java's name (enable.idempotence) it is refused, as Java does.
         log.info("enable_idempotence is on: a transactional producer is idempotent")
         data["enable_idempotence"] = True
     timeout = data.get("request_timeout_ms")

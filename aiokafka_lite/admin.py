@@ -4,9 +4,10 @@ scripts, the CLI and the Spark sink."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, NamedTuple
 
 from .client import GROUP, NetworkClient, backoff_delay
@@ -71,8 +72,7 @@ async def create_topics(
     config = ProducerConfig.from_kwargs(
         bootstrap_servers=bootstrap_servers, client_id=client_id, **security
     )
-    client = NetworkClient(config, wakeup=lambda: None)
-    try:
+    async with _admin_client(config) as client:
         await client.bootstrap(timeout_ms / 1000)
         cluster = client.metadata.cluster
         node = (
@@ -99,8 +99,6 @@ async def create_topics(
             )
         await _await_leaders(client, node, [t.name for t in topics], timeout_ms / 1000)
         log.info("topics ready: %s", ", ".join(t.name for t in topics))
-    finally:
-        await client.close()
 
 
 async def _await_leaders(
@@ -163,16 +161,14 @@ async def _describe(
     config = ProducerConfig(
         bootstrap_servers=bootstrap_servers, client_id=client_id, allow_auto_create_topics=False
     )
-    client = NetworkClient(config, wakeup=lambda: None)
-    try:
-        async with asyncio.timeout(timeout_ms / 1000):
-            await client.bootstrap(timeout_ms / 1000)
-            node = next(iter(client.metadata.cluster.nodes))
-            response = await client.fetch_metadata(node, names)
-    except TimeoutError:
-        raise KafkaTimeoutError(f"no metadata within {timeout_ms} ms (timeout_ms)") from None
-    finally:
-        await client.close()
+    async with _admin_client(config) as client:
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                await client.bootstrap(timeout_ms / 1000)
+                node = next(iter(client.metadata.cluster.nodes))
+                response = await client.fetch_metadata(node, names)
+        except TimeoutError:
+            raise KafkaTimeoutError(f"no metadata within {timeout_ms} ms (timeout_ms)") from None
     cluster = Cluster.from_metadata(response)
     topics = []
     for t in response.topics:
@@ -222,33 +218,31 @@ async def fetch_committed_offsets(
     cfg = ProducerConfig.from_kwargs(
         bootstrap_servers=bootstrap_servers, client_id=client_id, **config
     )
-    client = NetworkClient(cfg, wakeup=lambda: None)
-    last: KafkaError | None = None
-    try:
-        async with asyncio.timeout(timeout_ms / 1000):
-            await client.bootstrap(timeout_ms / 1000)
-            failures = 0
-            while True:
-                try:
-                    return await _fetch_offsets(client, group_id, wanted, require_stable)
-                except KafkaError as e:
-                    if not e.retriable:
-                        raise
-                    last = e
-                failures += 1
-                delay = backoff_delay(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, failures)
-                log.info(
-                    "offsets of group %r: %s; retrying in %.0f ms", group_id, last, delay * 1000
-                )
-                await asyncio.sleep(delay)
-    except TimeoutError:
-        detail = f"; last error: {last}" if last is not None else ""
-        raise KafkaTimeoutError(
-            f"committed offsets of group {group_id!r} not fetched within {timeout_ms} ms "
-            f"(timeout_ms){detail}"
-        ) from last
-    finally:
-        await client.close()
+    async with _admin_client(cfg) as client:
+        last: KafkaError | None = None
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                await client.bootstrap(timeout_ms / 1000)
+                failures = 0
+                while True:
+                    try:
+                        return await _fetch_offsets(client, group_id, wanted, require_stable)
+                    except KafkaError as e:
+                        if not e.retriable:
+                            raise
+                        last = e
+                    failures += 1
+                    delay = backoff_delay(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, failures)
+                    log.info(
+                        "offsets of group %r: %s; retrying in %.0f ms", group_id, last, delay * 1000
+                    )
+                    await asyncio.sleep(delay)
+        except TimeoutError:
+            detail = f"; last error: {last}" if last is not None else ""
+            raise KafkaTimeoutError(
+                f"committed offsets of group {group_id!r} not fetched within {timeout_ms} ms "
+                f"(timeout_ms){detail}"
+            ) from last
 
 
 async def _fetch_offsets(
@@ -305,3 +299,13 @@ async def _group_coordinator(client: NetworkClient, group_id: str) -> int:
                 "in the metadata"
             )
     return coordinator
+
+
+@contextlib.asynccontextmanager
+async def _admin_client(config: ProducerConfig) -> AsyncIterator[NetworkClient]:
+    """A short-lived client: its connections and background tasks end with the block."""
+    client = NetworkClient(config, lambda: None)
+    try:
+        yield client
+    finally:
+        await client.close()

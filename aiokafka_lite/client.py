@@ -37,6 +37,7 @@ from .protocol.messages import (
     MetadataResponse,
 )
 from .security import Security
+from .tasks import BackgroundTasks, Handle
 
 __all__ = ["NetworkClient"]
 
@@ -60,9 +61,18 @@ def backoff_delay(base_ms: float, max_ms: float, failures: int) -> float:
 
 
 class NetworkClient:
-    def __init__(self, config: ProducerConfig, wakeup: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: ProducerConfig,
+        wakeup: Callable[[], None],
+        tasks: BackgroundTasks | None = None,
+    ) -> None:
         self._config = config
         self._wakeup = wakeup
+        # Connects, metadata refreshes and re-authentications run in the owner's
+        # task group, or (no owner given) in one of the client's own.
+        self._own_tasks = tasks is None
+        self._tasks = BackgroundTasks("aiokafka_lite.client") if tasks is None else tasks
         self._bootstrap = Cluster.bootstrap(parse_bootstrap(config.bootstrap_servers))
         self.metadata = Metadata(
             self._bootstrap,
@@ -71,14 +81,13 @@ class NetworkClient:
             topic_idle_ms=config.metadata_max_idle_ms,
         )
         self._conns: dict[int, BrokerConnection] = {}
-        self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
+        self._connecting: dict[int, Handle[BrokerConnection]] = {}
         self._failures: dict[int, int] = {}
         self._retry_at: dict[int, float] = {}
         self._last_errors: dict[int, KafkaError] = {}  # node -> why its last connect failed
         self._warned_at: dict[int, float] = {}  # node -> when its failures were last warned of
         self._metadata_warned_at = -WARN_INTERVAL
-        self._metadata_task: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._metadata_task: Handle[None] | None = None
         self._closed = False
         self._security = Security(config)
         # The latest authentication failure, until the sender fails the waiting records with it.
@@ -124,15 +133,26 @@ class NetworkClient:
     def backing_off(self, node_id: int, now: float) -> bool:
         return self._retry_at.get(node_id, 0.0) > now
 
+    @property
+    def _stopped(self) -> bool:
+        # A socket opened (or a task spawned) from now on would outlive close().
+        return self._closed or self._tasks.closed
+
     def _start_connect(self, node_id: int, now: float) -> None:
-        if self._closed or node_id in self._connecting or self.backing_off(node_id, now):
+        if self._stopped or node_id in self._connecting or self.backing_off(node_id, now):
             return
         node = self._node(node_id)
         if node is None:
             return
-        task = asyncio.get_running_loop().create_task(self._connect(node))
-        self._connecting[node_id] = task
-        self._track(task)
+        self._spawn_connect(node)
+
+    def _spawn_connect(self, node: Node) -> Handle[BrokerConnection]:
+        handle = self._tasks.spawn(
+            self._connect, node, name=f"aiokafka_lite.connect.{node.node_id}"
+        )
+        if not handle.done():
+            self._connecting[node.node_id] = handle
+        return handle
 
     async def _connect(self, node: Node) -> BrokerConnection:
         try:
@@ -144,6 +164,7 @@ class NetworkClient:
                 request_timeout_ms=self._config.request_timeout_ms,
                 on_lost=self._on_lost,
                 security=self._security,
+                spawn=self._tasks.spawn,
             )
             await conn.open(self._config.socket_connection_setup_timeout_ms / 1000)
         except Exception as e:
@@ -226,22 +247,23 @@ class NetworkClient:
         self._wakeup()
 
     async def connect(self, node_id: int) -> BrokerConnection:
-        """Await an open connection to ``node_id`` (for one-off requests)."""
-        if self._closed:  # a socket opened now would outlive close()
+        """Await an open connection to ``node_id`` (for one-off requests).
+
+        The attempt is shared with the sender's and never cancelled by a caller
+        that gives up waiting for it.
+        """
+        if self._stopped:
             raise KafkaConnectionError(f"cannot connect to node {node_id}: the client is closed")
         conn = self.connection(node_id)
         if conn is not None:
             return conn
-        task = self._connecting.get(node_id)
-        if task is not None:
-            return await asyncio.shield(task)
-        node = self._node(node_id)
-        if node is None:
-            raise KafkaConnectionError(f"unknown broker node {node_id}")
-        task = asyncio.get_running_loop().create_task(self._connect(node))
-        self._connecting[node_id] = task
-        self._track(task)
-        return await asyncio.shield(task)
+        handle = self._connecting.get(node_id)
+        if handle is None:
+            node = self._node(node_id)
+            if node is None:
+                raise KafkaConnectionError(f"unknown broker node {node_id}")
+            handle = self._spawn_connect(node)
+        return await handle
 
     def least_loaded_node(self, now: float) -> int | None:
         """A connected node with the fewest in-flight requests, else one to connect to.
@@ -298,20 +320,11 @@ class NetworkClient:
                 next_check = min(next_check, limit - idle)
         return next_check
 
-    def _track(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved here; failures were already handled and logged
-
     # -- metadata ------------------------------------------------------------------
 
     def maybe_update_metadata(self, now: float) -> float:
         """Start a metadata refresh if one is due; return seconds until the next is."""
-        if self._metadata_task is not None or self._closed:
+        if self._metadata_task is not None or self._stopped:
             return self._config.request_timeout_ms / 1000
         wait = self.metadata.time_to_next_update(now)
         if wait > 0:
@@ -320,9 +333,11 @@ class NetworkClient:
         if node_id is None:
             return self._config.reconnect_backoff_ms / 1000
         self.metadata.attempt_started(now)
-        task = asyncio.get_running_loop().create_task(self._refresh_metadata(node_id, now))
-        self._metadata_task = task
-        self._track(task)
+        handle = self._tasks.spawn(
+            self._refresh_metadata, node_id, now, name="aiokafka_lite.metadata_refresh"
+        )
+        if not handle.done():
+            self._metadata_task = handle
         return self._config.request_timeout_ms / 1000
 
     async def _refresh_metadata(self, node_id: int, now: float) -> None:
@@ -419,11 +434,14 @@ class NetworkClient:
     # -- shutdown ----------------------------------------------------------------------
 
     async def close(self) -> None:
+        """Close every connection, and the client's own task group if it has one
+        (a group given by an owner is the owner's to close)."""
         self._closed = True
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        for handle in [*self._connecting.values(), self._metadata_task]:
+            if handle is not None:
+                handle.cancel()
+        if self._own_tasks:
+            await self._tasks.close()
         conns = list(self._conns.values())
         self._conns.clear()
         for conn in conns:
@@ -434,3 +452,11 @@ class NetworkClient:
                     await conn.wait_closed()
             except TimeoutError:
                 log.warning("connection to node %s did not close in time", conn.node_id)
+
+    def abandon(self) -> None:
+        """Close every connection now, without waiting (a dropped producer)."""
+        self._closed = True
+        conns = list(self._conns.values())
+        self._conns.clear()
+        for conn in conns:
+            conn.close()

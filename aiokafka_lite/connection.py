@@ -44,6 +44,7 @@ from .protocol.messages import (
 )
 from .sasl import OAuthBearer, SaslError, SaslMechanism
 from .security import Security
+from .tasks import Handle
 
 __all__ = ["BrokerConnection"]
 
@@ -58,6 +59,8 @@ UNSUPPORTED_SASL_MECHANISM = 33
 _UNSUPPORTED = struct.pack(">h", UNSUPPORTED_VERSION)
 
 R = TypeVar("R", bound=Response)
+# Starts a background task in the owner's task group (BackgroundTasks.spawn).
+Spawn = Callable[..., "Handle[Any]"]
 
 
 class _InFlight(Generic[R]):
@@ -92,15 +95,18 @@ class BrokerConnection(asyncio.Protocol):
         request_timeout_ms: float,
         on_lost: Callable[[BrokerConnection], None] | None = None,
         security: Security | None = None,
+        spawn: Spawn | None = None,
     ) -> None:
         self.node_id = node_id
         self._security = security
+        # Where re-authentication runs: the owner's task group (a plain task without one).
+        self._spawn = spawn
         # KIP-368 re-authentication: when due, new requests are held back until
         # the in-flight ones are answered, then SASL runs again on this
         # connection and the held requests go out after it.
         self._reauth_pending = False
         self._reauth_timer: asyncio.TimerHandle | None = None
-        self._reauth_task: asyncio.Task[None] | None = None
+        self._reauth_task: Handle[None] | asyncio.Task[None] | None = None
         self._held: collections.deque[tuple[Request, int, bool, asyncio.Future[Any]]] = (
             collections.deque()
         )
@@ -273,9 +279,11 @@ class BrokerConnection(asyncio.Protocol):
             and not self._in_flight
             and self._reauth_task is None
         ):
-            self._reauth_task = self._loop.create_task(
-                self._reauthenticate(), name=f"aiokafka_lite.reauth.{self.node_id}"
-            )
+            name = f"aiokafka_lite.reauth.{self.node_id}"
+            if self._spawn is not None:
+                self._reauth_task = self._spawn(self._reauthenticate, name=name)
+            else:
+                self._reauth_task = self._loop.create_task(self._reauthenticate(), name=name)
 
     async def _reauthenticate(self) -> None:
         try:
@@ -341,7 +349,9 @@ class BrokerConnection(asyncio.Protocol):
     async def wait_closed(self) -> None:
         await asyncio.shield(self._lost)
         task = self._reauth_task
-        if task is not None:
+        if isinstance(task, Handle):
+            await task.wait()
+        elif task is not None:
             await asyncio.gather(task, return_exceptions=True)
 
     @property

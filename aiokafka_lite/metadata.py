@@ -44,7 +44,8 @@ class Metadata:
         self._max_age = max_age_ms / 1000
         self._topic_idle = topic_idle_ms / 1000
         self._topics: dict[str, float] = {}  # topic -> last used (monotonic)
-        self._cond: asyncio.Condition | None = None
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._closed: BaseException | None = None  # set once the producer is closing
         self.last_error: BaseException | None = None
 
     # -- topics in use -------------------------------------------------------
@@ -183,36 +184,37 @@ class Metadata:
 
     # -- waiting ----------------------------------------------------------------
 
-    def _condition(self) -> asyncio.Condition:
-        if self._cond is None:
-            self._cond = asyncio.Condition()
-        return self._cond
-
     def _notify(self) -> None:
-        cond = self._cond
-        if cond is None:
-            return
+        # Updates arrive from callbacks: each waiter is a future, woken in place
+        # (no lock to take, so no task to run for it).
+        waiters, self._waiters = self._waiters, set()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
-        async def notify() -> None:
-            async with cond:
-                cond.notify_all()
-
-        # Updates arrive from callbacks; the notification needs the lock, so it
-        # runs as a short task rather than inline.
-        task = asyncio.get_running_loop().create_task(notify())
-        _background.add(task)
-        task.add_done_callback(_background.discard)
+    def close_waiters(self, error: BaseException) -> None:
+        """Make every current and later :meth:`wait_for_update` raise (a copy of) ``error``."""
+        self._closed = error
+        waiters, self._waiters = self._waiters, set()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_exception(_fresh(error))
 
     async def wait_for_update(self, version: int, timeout: float) -> None:
         """Wait until the version passes ``version`` or an update fails (or timeout)."""
-        cond = self._condition()
         error = self.last_error
+        async with asyncio.timeout(timeout):
+            while self.version <= version and self.last_error is error:
+                if self._closed is not None:
+                    raise _fresh(self._closed)
+                waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._waiters.add(waiter)
+                try:
+                    await waiter
+                finally:
+                    self._waiters.discard(waiter)
 
-        def changed() -> bool:
-            return self.version > version or self.last_error is not error
 
-        async with asyncio.timeout(timeout), cond:
-            await cond.wait_for(changed)
-
-
-_background: set[asyncio.Task[None]] = set()
+def _fresh(error: BaseException) -> BaseException:
+    """A new instance of ``error`` for each waiter (one raised twice grows its traceback)."""
+    return type(error)(*error.args)

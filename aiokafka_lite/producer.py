@@ -47,8 +47,10 @@ from .errors import (
     error_from_response,
 )
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
+from .metadata import Metadata
 from .partitioner import KeyHashCache, StickyPartitioner
 from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header, RecordBatchBuilder
+from .runtime import Runtime
 from .sender import Sender
 from .structs import (
     BatchRecordMetadata,
@@ -57,6 +59,7 @@ from .structs import (
     RecordMetadata,
     TopicPartition,
 )
+from .tasks import Handle, uncancellable
 from .transaction import BegunTransaction, TransactionManager
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
@@ -87,7 +90,7 @@ _SEND_MANY_CHUNK = 4096
 # Errors that mean "this topic will not appear by waiting".
 _FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
 
-_NEW, _STARTED, _FAILED, _CLOSING, _CLOSED = range(5)
+_NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 
 # Bound once: send() calls it on every record to catch use from a wrong loop.
 _running_loop = asyncio.get_running_loop
@@ -227,11 +230,16 @@ class AIOKafkaProducer(Generic[K, V]):
         # a transaction to check. One test per record for the producers without.
         self._wrapped = bool(self._interceptors) or cfg.transactional_id is not None
         self._state = _NEW
-        self._txn_ending: asyncio.Task[None] | None = None  # a commit or abort under way
+        self._txn_ending: Handle[None] | None = None  # a commit or abort under way
         self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = ""
+        self._runtime: Runtime | None = None
+        self._starting: asyncio.Future[None] | None = None  # done when start() has ended
+        self._stopping: asyncio.Future[None] | None = None  # done when stop() has ended
+        # The runtime's parts, bound at start() for the hot path.
         self._client: NetworkClient
+        self._metadata: Metadata
         self._acc: RecordAccumulator
         self._sender: Sender
 
@@ -247,92 +255,101 @@ class AIOKafkaProducer(Generic[K, V]):
     def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
         # As aiokafka: a producer dropped while running holds sockets and
         # undelivered records. (One never started holds nothing: no warning.)
-        if getattr(self, "_state", _NEW) not in (_STARTED, _FAILED):
+        # Its runtime holds no reference back to it, so it is collected, and the
+        # runtime is torn down: no task or socket outlives it.
+        if getattr(self, "_state", _NEW) not in (_STARTING, _STARTED, _FAILED):
             return
         _warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, source=self)
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_exception_handler({"producer": self, "message": "Unclosed AIOKafkaProducer"})
+        if self._runtime is not None:
+            self._runtime.abandon()
 
     # -- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect to the cluster and start the sender task.
+        """Connect to the cluster and start the sender.
 
-        Calling it again once started does nothing (as in aiokafka); after
-        :meth:`stop` it raises :class:`ProducerClosedError`.
+        Calling it again once started (or while starting) waits for that start
+        (as in aiokafka); after :meth:`stop` it raises :class:`ProducerClosedError`.
         """
         if self._state in (_STARTED, _FAILED):
             return
+        if self._state == _STARTING:
+            assert self._starting is not None
+            await asyncio.shield(self._starting)
+            self._check_running()
+            return
         if self._state != _NEW:
             raise ProducerClosedError("start(): the producer is stopped; create a new one")
-        cfg = self._config
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         self._loop_thread = threading.current_thread().name
-        self._client = NetworkClient(cfg, self._wakeup)
-        self._metadata = self._client.metadata
-        self._acc = RecordAccumulator(
-            batch_size=cfg.batch_size,
-            linger_ms=cfg.linger_ms,
-            buffer_memory=cfg.buffer_memory,
-            delivery_timeout_ms=cfg.delivery_timeout_ms,
-            # Without idempotence nothing stops a later batch overtaking a
-            # retried one, so each partition has one batch in flight at a time;
-            # with it, sequence numbers keep order across several.
-            max_in_flight_per_partition=(
-                cfg.max_in_flight_requests_per_connection if cfg.enable_idempotence else 1
-            ),
-            wakeup=self._wakeup,
-            compress=self._compress,
-            codec_id=self._codec_id,
-            max_request_size=cfg.max_request_size,
-        )
-        self._sender = Sender(cfg, self._client, self._acc, self._on_fatal)
-        self._acc.on_wait = self._sender.metrics.waited_for_buffer
+        self._state = _STARTING
+        starting = self._starting = loop.create_future()
         try:
-            await self._client.bootstrap(cfg.request_timeout_ms / 1000)
-            if self._sender.transactions is not None:
-                # aiokafka (and Java's initTransactions): fence older instances now.
-                await self._sender.transactions.initialize()
-        except BaseException:
-            await self._client.close()
+            runtime = Runtime(self._config, self._compress, self._codec_id, self._on_fatal)
+            self._runtime = runtime
+            self._client, self._metadata = runtime.client, runtime.metadata
+            self._acc, self._sender = runtime.acc, runtime.sender
+            await runtime.open()
+        except BaseException as e:
             self._state = _CLOSED
+            starting.set_exception(e if isinstance(e, Exception) else ProducerClosedError())
+            starting.exception()  # retrieved: start()'s own caller gets it
             raise
-        self._sender.start()
-        self._state = _STARTED
-        log.info("producer started: %s; config: %s", self._metadata.cluster, cfg.describe())
+        if self._state == _STARTING:  # (stop() may have begun meanwhile)
+            self._state = _STARTED
+        starting.set_result(None)
+        log.info(
+            "producer started: %s; config: %s", self._metadata.cluster, self._config.describe()
+        )
 
     def _on_fatal(self, error: KafkaError) -> None:
         self._fatal = error
-        self._state = _FAILED
+        if self._state == _STARTED:
+            self._state = _FAILED
 
     def _wakeup(self) -> None:
-        sender = getattr(self, "_sender", None)
-        if sender is not None:
-            sender.wakeup()
+        if self._runtime is not None:
+            self._runtime.wakeup()
 
     async def stop(self, timeout: float | None = None) -> None:
         """Deliver what is buffered, then close every connection and task.
 
         Waits at most ``timeout`` seconds (default: ``delivery_timeout_ms``,
         within which every record resolves anyway); records still undelivered
-        then fail with :class:`KafkaTimeoutError`. Safe to call more than once.
+        then fail with :class:`KafkaTimeoutError`. Sends waiting for metadata or
+        buffer memory fail with :class:`ProducerClosedError` as soon as it
+        begins. Called during :meth:`start`, it waits for start to end, then
+        stops. Cancelled (a caller's timeout), it stops at once: every record
+        still pending fails, and tasks and connections are closed before the
+        cancellation propagates. Safe to call more than once: a second call
+        waits for the first.
         """
-        if self._state in (_CLOSING, _CLOSED):
-            return
         if self._state == _NEW:
             self._state = _CLOSED
             return
         self._check_loop()
-        self._state = _CLOSING
-        if timeout is None:
-            timeout = self._config.delivery_timeout_ms / 1000
+        if self._stopping is not None:
+            await uncancellable(asyncio.wait({self._stopping}))
+            return
+        loop = asyncio.get_running_loop()
+        stopping = self._stopping = loop.create_future()
         try:
-            await self._abort_open_transaction(timeout)
-            await self._sender.stop(timeout)
+            if self._state == _STARTING:
+                self._state = _CLOSING  # no send may slip in once start() has ended
+                assert self._starting is not None
+                await asyncio.wait({self._starting})
+            if self._state == _CLOSED or self._runtime is None:  # start() failed
+                return
+            self._state = _CLOSING
+            if timeout is None:
+                timeout = self._config.delivery_timeout_ms / 1000
+            await self._runtime.close(timeout, self._txn_ending)
         finally:
-            await self._client.close()
             self._state = _CLOSED
+            stopping.set_result(None)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now, and wait until all of it is delivered or failed.
@@ -399,6 +416,8 @@ class AIOKafkaProducer(Generic[K, V]):
             raise ProducerNotStartedError(
                 "the producer is not started: await producer.start() first"
             )
+        if self._state == _STARTING:
+            raise ProducerNotStartedError("the producer is starting: await its start() first")
         if self._state == _FAILED and self._fatal is not None:
             raise self._fatal
         raise ProducerClosedError("the producer is stopped; records can no longer be sent")
@@ -431,13 +450,15 @@ class AIOKafkaProducer(Generic[K, V]):
         txn.begin()
         return BegunTransaction(txn)
 
-    async def _begin_after(self, ending: asyncio.Task[None]) -> None:
-        await asyncio.wait({ending}, timeout=self._max_block)
-        if not ending.done():
+    async def _begin_after(self, ending: Handle[None]) -> None:
+        try:
+            async with asyncio.timeout(self._max_block):
+                await ending.wait()
+        except TimeoutError:
             raise KafkaTimeoutError(
-                f"begin_transaction(): {ending.get_name()}() did not finish within "
+                f"begin_transaction(): {ending.name}() did not finish within "
                 f"max_block_ms ({self._config.max_block_ms} ms)"
-            )
+            ) from None
         self._transactions().begin()
 
     async def commit_transaction(self) -> None:
@@ -462,15 +483,17 @@ class AIOKafkaProducer(Generic[K, V]):
         # shield: a caller's timeout or cancellation cannot stop it half-way
         # (which would leave the transaction neither committed nor aborted).
         running = self._txn_ending
-        if running is not None and not running.done() and running.get_name() == name:
-            task = running  # called again (after a cancelled call, or concurrently): join it
+        if running is not None and not running.done() and running.name == name:
+            handle = running  # called again (after a cancelled call, or concurrently): join it
         else:
             # op() checks the state and raises at once, or begins the commit/abort.
-            task = self._txn_ending = asyncio.get_running_loop().create_task(op(), name=name)
+            coro = op()
+            assert self._runtime is not None  # (op() raised if the producer is not started)
+            handle = self._txn_ending = self._runtime.tasks.spawn(_await, coro, name=name)
         try:
-            await asyncio.shield(task)
+            await handle
         except asyncio.CancelledError:
-            task.add_done_callback(_log_unawaited_failure)
+            handle.add_done_callback(_log_unawaited_failure)
             raise
 
     async def send_offsets_to_transaction(
@@ -492,22 +515,6 @@ class AIOKafkaProducer(Generic[K, V]):
         txn = self._sender.transactions if self._state == _STARTED else None
         if txn is not None:
             txn.check_can_send()
-
-    async def _abort_open_transaction(self, timeout: float) -> None:
-        # Java's close() does the same: what was not committed never becomes
-        # visible, and the coordinator need not wait for transaction_timeout_ms.
-        txn = self._sender.transactions
-        ending = self._txn_ending
-        if ending is not None and not ending.done():
-            await asyncio.wait({ending}, timeout=timeout)  # a cancelled commit/abort finishes
-        if txn is None or not txn.open:
-            return
-        log.info("aborting the open transaction of %r on stop()", txn.transactional_id)
-        try:
-            async with asyncio.timeout(timeout):
-                await txn.abort()
-        except (KafkaError, TimeoutError) as e:
-            log.warning("could not abort the open transaction on stop(): %s", e)
 
     def metrics(self) -> dict[str, float]:
         """A snapshot of the producer's metrics, under Java's names (see
@@ -996,10 +1003,14 @@ class Transaction:
             await self._producer.abort_transaction()
 
 
-def _log_unawaited_failure(task: asyncio.Task[None]) -> None:
+async def _await(coro: Coroutine[Any, Any, None]) -> None:
+    await coro
+
+
+def _log_unawaited_failure(handle: Handle[None]) -> None:
     # Its caller was cancelled, so nobody else will see how it ended.
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        log.warning("%s() failed after its caller was cancelled: %s", task.get_name(), exc)
+    if (exc := handle.exception()) is not None:
+        log.warning("%s() failed after its caller was cancelled: %s", handle.name, exc)
 
 
 def _not_a_pair(item: object, index: int, topic: str) -> TypeError:

@@ -35,7 +35,6 @@ from .errors import (
     KafkaError,
     KafkaTimeoutError,
     OutOfOrderSequenceNumberError,
-    ProducerClosedError,
     ProtocolError,
     UnsupportedCompressionTypeError,
     error_from_response,
@@ -50,6 +49,7 @@ from .protocol.messages import (
     ProduceResponse,
     TopicProduceData,
 )
+from .tasks import BackgroundTasks, Handle
 from .transaction import TransactionManager
 
 __all__ = ["Sender"]
@@ -72,9 +72,11 @@ class Sender:
         client: NetworkClient,
         accumulator: RecordAccumulator,
         on_fatal: Callable[[KafkaError], None],
+        tasks: BackgroundTasks,
     ) -> None:
         self._config = config
         self._on_fatal = on_fatal
+        self._tasks = tasks
         self._idem = IdempotenceState() if config.enable_idempotence else None
         self.transactions: TransactionManager | None = None
         if config.transactional_id is not None and self._idem is not None:
@@ -86,9 +88,10 @@ class Sender:
                 on_fatal=self._fail_fatally,
                 abort_queued=self._abort_queued,
                 wakeup=self.wakeup,
+                tasks=tasks,
             )
         self._txn = self.transactions
-        self._pid_task: asyncio.Task[None] | None = None
+        self._pid_task: Handle[None] | None = None
         self._pid_error: BaseException | None = None  # why the last InitProducerId failed
         self._fatal: KafkaError | None = None
         self._client = client
@@ -99,7 +102,7 @@ class Sender:
         self._wake: asyncio.Future[None] | None = None
         self._in_flight: set[ProducerBatch] = set()
         self._running = True
-        self._task: asyncio.Task[None] | None = None
+        self._task: Handle[None] | None = None
         # Counted per request and per batch, never per record.
         self.requests_sent = 0
         self.batches_sent = 0
@@ -111,7 +114,7 @@ class Sender:
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        self._task = self._loop.create_task(self._run(), name="aiokafka_lite.sender")
+        self._task = self._tasks.spawn(self._run, name="aiokafka_lite.sender")
 
     def wakeup(self) -> None:
         wake = self._wake
@@ -124,7 +127,10 @@ class Sender:
         return not self._acc.has_incomplete() and not self._in_flight
 
     async def stop(self, timeout: float) -> None:
-        """Stop after everything is delivered, or fail what is left after ``timeout``."""
+        """Deliver everything within ``timeout`` s, then fail what is left.
+
+        The loop itself ends when the producer's task group closes (:meth:`halt`).
+        """
         self._acc.closing = True
         self.wakeup()
         deadline = time.monotonic() + timeout
@@ -134,29 +140,27 @@ class Sender:
                     await self._acc.await_flush_completion()
             except TimeoutError:
                 break
-        self._running = False
-        exc = KafkaTimeoutError(
-            "the producer was stopped before this record was delivered "
-            f"(stop timeout {timeout:.1f}s)"
-        )
-        # A send() still waiting for memory never got in: closed on, not timed out
-        # (Java's "Producer closed while allocating memory").
-        self._acc.fail_waiters(
-            ProducerClosedError(
-                "the producer was stopped while this record waited for buffer memory"
+        self.fail_all(
+            KafkaTimeoutError(
+                "the producer was stopped before this record was delivered "
+                f"(stop timeout {timeout:.1f}s)"
             )
         )
-        for batch in self._acc.abort_undrained(exc):
+
+    def fail_all(self, error: KafkaError) -> None:
+        """Fail every batch still queued or in flight with ``error``; no retry after it."""
+        self._running = False
+        for batch in self._acc.abort_undrained(error):
             log.debug("aborted %r on stop", batch)
         for batch in list(self._in_flight):
-            self._finish(batch, error=exc)
+            self._finish(batch, error=error)
         self.wakeup()
-        tasks = [t for t in (self._task, self._pid_task) if t is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if self._txn is not None:
-            await self._txn.close()
+
+    def halt(self) -> None:
+        """No more passes: the loop (and InitProducerId) end at their next wake-up, and
+        the task group's closing cancels them anyway."""
+        self._running = False
+        self.wakeup()
 
     # -- the loop ------------------------------------------------------------------
 
@@ -537,7 +541,9 @@ class Sender:
         if idem.bump_needed and self._in_flight:
             return False  # a new epoch only once every request of the old one is answered
         if self._pid_task is None:
-            self._pid_task = self._loop.create_task(self._init_producer_id())
+            self._pid_task = self._tasks.spawn(
+                self._init_producer_id, name="aiokafka_lite.init_producer_id"
+            )
         return False
 
     async def _init_producer_id(self) -> None:

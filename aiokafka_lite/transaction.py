@@ -76,6 +76,7 @@ from .protocol.messages import (
     TxnOffsetCommitResponse,
 )
 from .structs import OffsetAndMetadata, TopicPartition
+from .tasks import BackgroundTasks, Handle
 
 __all__ = ["TransactionManager", "TxnState"]
 
@@ -132,8 +133,10 @@ class TransactionManager:
         on_fatal: Callable[[KafkaError], None],
         abort_queued: Callable[[KafkaError], None],
         wakeup: Callable[[], None],
+        tasks: BackgroundTasks,
     ) -> None:
         assert config.transactional_id is not None
+        self._tasks = tasks
         self.transactional_id: str = config.transactional_id
         self._config = config
         self._client = client
@@ -147,7 +150,7 @@ class TransactionManager:
         self._busy: str | None = None  # the transactional call in progress
         self._added: set[TopicPartition] = set()  # in the transaction on the coordinator
         self._pending: set[TopicPartition] = set()  # waiting for AddPartitionsToTxn
-        self._adding: asyncio.Task[None] | None = None
+        self._adding: Handle[None] | None = None
         self._started = False  # the coordinator knows of this transaction
         self._coordinators: dict[tuple[int, str], int] = {}
         self._max_block = config.max_block_ms / 1000
@@ -288,12 +291,6 @@ class TransactionManager:
         finally:
             self._busy = None
 
-    async def close(self) -> None:
-        task = self._adding
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
     @property
     def open(self) -> bool:
         """A transaction is open (and should be aborted if the producer stops now)."""
@@ -315,9 +312,11 @@ class TransactionManager:
             if tp not in added:
                 self._pending.add(tp)
         if self._pending and self._adding is None:
-            self._adding = asyncio.get_running_loop().create_task(
-                self._add_partitions(), name="aiokafka_lite.add_partitions_to_txn"
+            adding = self._tasks.spawn(
+                self._add_partitions, name="aiokafka_lite.add_partitions_to_txn"
             )
+            if not adding.done():  # (done at once: the producer is closing)
+                self._adding = adding
         if not self._pending:
             return ready
         out: dict[int, list[PartitionQueue]] = {}
@@ -420,9 +419,9 @@ class TransactionManager:
             self._acc.end_flush()
 
     async def _adds_settled(self) -> None:
-        task = self._adding
-        if task is not None:
-            await asyncio.shield(task)
+        adding = self._adding
+        if adding is not None:
+            await adding.wait()
 
     # -- AddPartitionsToTxn ---------------------------------------------------------------
 

@@ -10,12 +10,14 @@ producer's code.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import ssl
 import subprocess
 import sys
 import textwrap
 import warnings
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -273,3 +275,33 @@ async def test_transactional_producer_is_idempotent_whatever_was_asked(impl: Fac
         assert producer.config.enable_idempotence
     else:
         assert producer._txn_manager is not None  # aiokafka's, observed
+
+
+async def test_a_dropped_running_producer_is_collected_and_warns(
+    impl: Factory, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """As aiokafka: ``del producer; gc.collect()`` in the running loop collects it with a
+    ResourceWarning. aiokafka_lite also tears its runtime down: its pending records fail
+    and no task of it is left."""
+    topic = topic_factory(1)
+    before = asyncio.all_tasks()
+    producer = impl(bootstrap_servers=bootstrap, linger_ms=60_000)
+    await producer.start()
+    pending = await producer.send(topic, b"never sent")  # lingers: not yet sent
+    ref = weakref.ref(producer)
+    loop = asyncio.get_running_loop()
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(lambda loop, context: None)  # aiokafka also reports it there
+    try:
+        with pytest.warns(ResourceWarning, match="Unclosed AIOKafkaProducer"):  # noqa: PT031
+            del producer
+            gc.collect()
+    finally:
+        loop.set_exception_handler(handler)
+    assert ref() is None
+    if impl is aiokafka_lite.AIOKafkaProducer:
+        async with asyncio.timeout(5):
+            with pytest.raises(aiokafka_lite.errors.ProducerClosedError, match="dropped"):
+                await pending
+            while asyncio.all_tasks() - before - {asyncio.current_task()}:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)  # (the runtime's tasks end a few iterations later)

@@ -9,8 +9,6 @@ KafkaTimeoutError after max_block_ms. The broker is a scripted one-broker cluste
 (tests/scripted_cluster.py) that is slow or silent where the race needs it; each test
 ends with the shared invariants (tests/invariants.py).
 
-Marked xfail(strict=True): these fail until the producer's lifecycle runs as
-structured concurrency; the mark must go when it does.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from scripted_cluster import METADATA, PRODUCE, LogCluster
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import ProducerClosedError
 
-LIFECYCLE = "lifecycle: lead's part"
 STEP = 10.0
 
 
@@ -39,7 +36,6 @@ def slow(seconds: float) -> Callable[[ReceivedRequest, Callable[[], bytes | None
     return hook
 
 
-@pytest.mark.xfail(strict=True, reason=LIFECYCLE)
 async def test_stop_during_start_waits_for_start_then_stops() -> None:
     cluster = LogCluster(hooks={METADATA: slow(0.5)})  # start() takes half a second
     watch = Watch.begin()
@@ -56,7 +52,6 @@ async def test_stop_during_start_waits_for_start_then_stops() -> None:
     assert not cluster.records()
 
 
-@pytest.mark.xfail(strict=True, reason=LIFECYCLE)
 async def test_stop_cancelled_by_wait_for_leaves_no_task_and_no_pending_future() -> None:
     cluster = LogCluster(hooks={PRODUCE: lambda req, healthy: HANG})  # nothing is acked
     watch = Watch.begin()
@@ -74,7 +69,6 @@ async def test_stop_cancelled_by_wait_for_leaves_no_task_and_no_pending_future()
         await watch.stop_and_check(producer, futures, stop_timeout=2)  # a second stop()
 
 
-@pytest.mark.xfail(strict=True, reason=LIFECYCLE)
 async def test_a_send_waiting_for_metadata_is_closed_on_when_stop_begins() -> None:
     cluster = LogCluster()  # "later" is unknown: Metadata answers UNKNOWN_TOPIC_OR_PARTITION
     watch = Watch.begin()

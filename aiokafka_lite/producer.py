@@ -43,6 +43,7 @@ from .errors import (
     ProducerClosedError,
     ProducerNotStartedError,
     RecordTooLargeError,
+    UnknownTopicTimeoutError,
     WrongEventLoopError,
     error_from_response,
 )
@@ -577,7 +578,7 @@ class AIOKafkaProducer(Generic[K, V]):
             v: Any = value
             if (
                 self._serializing
-                or headers
+                or headers is not None
                 or (k is not None and type(k) is not bytes)
                 or (v is not None and type(v) is not bytes)
             ):
@@ -771,9 +772,10 @@ class AIOKafkaProducer(Generic[K, V]):
                 detail = f" (last error: {error_from_response(code).name})" if code else ""
                 if not detail and cause is not None:
                     detail = f" (last metadata error: {cause})"
-                raise KafkaTimeoutError(
+                raise UnknownTopicTimeoutError(
                     f"topic {topic!r} not present in metadata after "
-                    f"{self._config.max_block_ms} ms (max_block_ms){detail}"
+                    f"{self._config.max_block_ms} ms (max_block_ms){detail}",
+                    topic=topic,
                 ) from cause
             version = metadata.request_update()
             self._wakeup()

@@ -29,6 +29,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from conftest import TopicFactory
 from readers import read_all_confluent
+from scripted_cluster import LogCluster
 
 import aiokafka_lite
 from aiokafka_lite.errors import ConfigError
@@ -305,3 +306,19 @@ async def test_a_dropped_running_producer_is_collected_and_warns(
                 await pending
             while asyncio.all_tasks() - before - {asyncio.current_task()}:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)  # (the runtime's tasks end a few iterations later)
+
+
+async def test_a_topic_that_never_appears_is_unknown_topic_or_partition() -> None:
+    """aiokafka raises UnknownTopicOrPartitionError when a topic stays out of metadata;
+    ours (a KafkaTimeoutError after max_block_ms, as Java's) is caught by that name too.
+    (A scripted broker that refuses to create topics: Tansu creates any topic asked for.)"""
+    async with (
+        LogCluster().running() as broker,
+        aiokafka_lite.AIOKafkaProducer(
+            bootstrap_servers=broker.address, max_block_ms=300
+        ) as producer,
+    ):
+        with pytest.raises(ak_errors.UnknownTopicOrPartitionError, match="max_block_ms"):
+            await producer.send("never-created", b"x")
+        with pytest.raises(aiokafka_lite.errors.KafkaTimeoutError):
+            await producer.partitions_for("never-created")

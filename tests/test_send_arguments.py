@@ -17,9 +17,6 @@ The broker is a scripted one-broker cluster (tests/scripted_cluster.py) that cre
 validly named topics on first use and refuses others as Kafka does; each example
 ends with the shared invariants (tests/invariants.py). Hypothesis draws a list of
 calls per producer, so each example costs one producer start.
-
-A test marked xfail(strict=True) fails today because that call does not check the
-argument fully yet; it turns green (and the mark must go) when it does.
 """
 
 from __future__ import annotations
@@ -35,7 +32,6 @@ from scripted_cluster import LogCluster, valid_topic_name
 
 from aiokafka_lite import AIOKafkaProducer
 
-ARGUMENT_CHECKS = "argument checks: lead's part"
 TOPIC_PARTITIONS = 2
 STEP = 10.0
 
@@ -247,15 +243,7 @@ def test_value(method: str, args: list[Any]) -> None:
     run(method, "value", args)
 
 
-@pytest.mark.parametrize(
-    "method",
-    [
-        # send() lets falsy non-list headers (False, 0, "") through as "no headers",
-        # where try_send() refuses them.
-        pytest.param("send", marks=pytest.mark.xfail(strict=True, reason=ARGUMENT_CHECKS)),
-        "try_send",
-    ],
-)
+@pytest.mark.parametrize("method", ["send", "try_send"])
 @settings(**_SETTINGS)
 @given(args=calls(headers))
 @example(args=[[("\ud800", b"x")]])

@@ -12,9 +12,9 @@ trailing ``_ERROR``/``_EXCEPTION`` dropped and ``Error`` added:
 
 from __future__ import annotations
 
-from .base import BrokerResponseError, KafkaError
+from .base import BrokerResponseError, KafkaError, KafkaTimeoutError
 
-__all__ = ["RecordTooLargeError", "error_from_response", "for_code"]
+__all__ = ["RecordTooLargeError", "UnknownTopicTimeoutError", "error_from_response", "for_code"]
 
 _TABLE = """
   -1 UNKNOWN_SERVER_ERROR                  -- UnknownServerException
@@ -192,6 +192,18 @@ class RecordTooLargeError(_BY_CODE[10], aiokafka=("RecordTooLargeError",)):
     ``MESSAGE_TOO_LARGE`` (aiokafka raises ``MessageSizeTooLargeError`` here, so
     ``except MessageSizeTooLargeError`` catches it), whose message is just the
     reason.
+    """
+
+    def __str__(self) -> str:
+        return self.message or ""
+
+
+class UnknownTopicTimeoutError(KafkaTimeoutError, _BY_CODE[3]):
+    """A topic did not appear in metadata within ``max_block_ms``.
+
+    A :class:`KafkaTimeoutError`, as Java raises there, and an
+    ``UnknownTopicOrPartitionError``, as aiokafka raises there, so that either
+    ``except`` catches it; the message is just the reason.
     """
 
     def __str__(self) -> str:

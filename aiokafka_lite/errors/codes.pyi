@@ -1,6 +1,6 @@
 """Type declarations of the classes that ``codes.py`` builds from its table."""
 
-from .base import BrokerResponseError, KafkaError
+from .base import BrokerResponseError, KafkaError, KafkaTimeoutError
 
 __all__ = [
     "BrokerIdNotRegisteredError",
@@ -123,6 +123,7 @@ __all__ = [
     "UnknownSubscriptionIdError",
     "UnknownTopicIdError",
     "UnknownTopicOrPartitionError",
+    "UnknownTopicTimeoutError",
     "UnreleasedInstanceIdError",
     "UnstableOffsetCommitError",
     "UnsupportedAssignorError",
@@ -265,6 +266,7 @@ class DuplicateVoterError(BrokerResponseError): ...
 class VoterNotFoundError(BrokerResponseError): ...
 class InvalidRegularExpressionError(BrokerResponseError): ...
 class RecordTooLargeError(MessageTooLargeError): ...
+class UnknownTopicTimeoutError(KafkaTimeoutError, UnknownTopicOrPartitionError): ...
 
 def for_code(code: int) -> type[BrokerResponseError]: ...
 def error_from_response(

@@ -39,27 +39,25 @@ import asyncio
 import collections.abc
 import enum
 import logging
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
 from .accumulator import PartitionQueue, RecordAccumulator
-from .client import GROUP, TRANSACTION, NetworkClient, backoff_delay
+from .client import GROUP, TRANSACTION, NetworkClient
 from .config import ProducerConfig
-from .connection import BrokerConnection
+from .coordinator import Coordinators
 from .errors import (
     BrokerResponseError,
-    CoordinatorNotAvailableError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
-    NotCoordinatorError,
     TransactionAbortedError,
     TransactionAbortRequiredError,
     error_from_response,
 )
 from .idempotence import IdempotenceState
+from .offsets import offset_commit_topics, offset_topics, take_committed
 from .protocol.messages import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -71,8 +69,6 @@ from .protocol.messages import (
     InitProducerIdRequest,
     InitProducerIdResponse,
     TxnOffsetCommitRequest,
-    TxnOffsetCommitRequestPartition,
-    TxnOffsetCommitRequestTopic,
     TxnOffsetCommitResponse,
 )
 from .structs import OffsetAndMetadata, TopicPartition
@@ -139,7 +135,6 @@ class TransactionManager:
         self._tasks = tasks
         self.transactional_id: str = config.transactional_id
         self._config = config
-        self._client = client
         self._acc = accumulator
         self.idem = idem
         self._on_fatal = on_fatal
@@ -152,7 +147,7 @@ class TransactionManager:
         self._pending: set[TopicPartition] = set()  # waiting for AddPartitionsToTxn
         self._adding: Handle[None] | None = None
         self._started = False  # the coordinator knows of this transaction
-        self._coordinators: dict[tuple[int, str], int] = {}
+        self._coords = Coordinators(config, client, wakeup)
         self._max_block = config.max_block_ms / 1000
 
     def __repr__(self) -> str:
@@ -279,7 +274,7 @@ class TransactionManager:
             raise IllegalStateError(f"{op}(): no transaction is open ({self.state.value})")
         if not isinstance(group_id, str) or not group_id:
             raise ValueError(f"{op}(): group_id must be a non-empty str, got {group_id!r}")
-        topics = _offset_topics(offsets)
+        topics = offset_topics(offsets)
         self._enter(op)
         try:
             await self._add_offsets(group_id)
@@ -437,7 +432,7 @@ class TransactionManager:
                         self._fail(e, fatal=is_fatal(e))
                         return
                     failures += 1
-                    delay = self._backoff(failures)
+                    delay = self._coords.backoff(failures)
                     log.info("AddPartitionsToTxn: %s; retrying in %.0f ms", e, delay * 1000)
                     await asyncio.sleep(delay)
         finally:
@@ -456,7 +451,7 @@ class TransactionManager:
             v3_and_below_producer_epoch=self.idem.epoch,
             v3_and_below_topics=[AddPartitionsToTxnTopic(t, ps) for t, ps in by_topic.items()],
         )
-        response: AddPartitionsToTxnResponse = await self._to_coordinator(
+        response: AddPartitionsToTxnResponse = await self._coords.request(
             TRANSACTION, self.transactional_id, request
         )
         first: BrokerResponseError | None = None
@@ -477,7 +472,7 @@ class TransactionManager:
                     if first is None or not error.retriable:
                         first = error
         if first is not None:
-            self._coordinator_error(first, TRANSACTION, self.transactional_id)
+            self._coords.forget_on(first, TRANSACTION, self.transactional_id)
             raise first
         if self._pending.intersection(tps):
             raise KafkaConnectionError(
@@ -488,7 +483,7 @@ class TransactionManager:
 
     async def _add_offsets(self, group_id: str) -> None:
         async def attempt() -> None:
-            response: AddOffsetsToTxnResponse = await self._to_coordinator(
+            response: AddOffsetsToTxnResponse = await self._coords.request(
                 TRANSACTION,
                 self.transactional_id,
                 AddOffsetsToTxnRequest(
@@ -498,9 +493,11 @@ class TransactionManager:
                     group_id=group_id,
                 ),
             )
-            self._check(response.error_code, TRANSACTION, self.transactional_id, "AddOffsetsToTxn")
+            self._coords.check(
+                response.error_code, TRANSACTION, self.transactional_id, "AddOffsetsToTxn"
+            )
 
-        await self._retrying(f"AddOffsetsToTxn for group {group_id!r}", attempt)
+        await self._coords.retrying(f"AddOffsetsToTxn for group {group_id!r}", attempt)
 
     async def _commit_offsets(
         self, group_id: str, topics: dict[str, dict[int, OffsetAndMetadata]]
@@ -513,17 +510,17 @@ class TransactionManager:
                 group_id=group_id,
                 producer_id=self.idem.producer_id,
                 producer_epoch=self.idem.epoch,
-                topics=_offset_commit_topics(remaining),
+                topics=offset_commit_topics(remaining),
             )
-            response: TxnOffsetCommitResponse = await self._to_coordinator(GROUP, group_id, request)
-            first = _take_committed(response, remaining, group_id)
+            response: TxnOffsetCommitResponse = await self._coords.request(GROUP, group_id, request)
+            first = take_committed(response, remaining, group_id)
             if first is not None:
-                self._coordinator_error(first, GROUP, group_id)
+                self._coords.forget_on(first, GROUP, group_id)
                 raise first
             if remaining:
                 raise KafkaConnectionError("TxnOffsetCommit: the answer left out some partitions")
 
-        await self._retrying(f"TxnOffsetCommit for group {group_id!r}", attempt)
+        await self._coords.retrying(f"TxnOffsetCommit for group {group_id!r}", attempt)
 
     # -- EndTxn, InitProducerId -------------------------------------------------------------
 
@@ -531,7 +528,7 @@ class TransactionManager:
         what = "EndTxn(commit)" if commit else "EndTxn(abort)"
 
         async def attempt() -> None:
-            response: EndTxnResponse = await self._to_coordinator(
+            response: EndTxnResponse = await self._coords.request(
                 TRANSACTION,
                 self.transactional_id,
                 EndTxnRequest(
@@ -541,14 +538,13 @@ class TransactionManager:
                     committed=commit,
                 ),
             )
-            self._check(response.error_code, TRANSACTION, self.transactional_id, what)
+            self._coords.check(response.error_code, TRANSACTION, self.transactional_id, what)
 
-        await self._retrying(what, attempt)
+        await self._coords.retrying(what, attempt)
 
     async def _init_producer_id(self, bump: bool) -> None:
         async def attempt() -> InitProducerIdResponse:
-            node_id = await self._coordinator(TRANSACTION, self.transactional_id)
-            conn = await self._connect(node_id, TRANSACTION, self.transactional_id)
+            conn = await self._coords.connection(TRANSACTION, self.transactional_id)
             version = conn.version_for(InitProducerIdRequest)
             # v3+ names the current id and epoch; older brokers bump for any
             # InitProducerId with a transactional id anyway.
@@ -559,13 +555,15 @@ class TransactionManager:
                 producer_id=self.idem.producer_id if resume else -1,
                 producer_epoch=self.idem.epoch if resume else -1,
             )
-            response: InitProducerIdResponse = await self._send(
+            response: InitProducerIdResponse = await self._coords.send(
                 conn, request, version, TRANSACTION, self.transactional_id
             )
-            self._check(response.error_code, TRANSACTION, self.transactional_id, "InitProducerId")
+            self._coords.check(
+                response.error_code, TRANSACTION, self.transactional_id, "InitProducerId"
+            )
             return response
 
-        response = await self._retrying("InitProducerId", attempt)
+        response = await self._coords.retrying("InitProducerId", attempt)
         self.idem.set_producer_id(response.producer_id, response.producer_epoch)
         log.info(
             "transactional id %r: producer id %s epoch %s",
@@ -590,169 +588,6 @@ class TransactionManager:
             # cannot fence anyone but ourselves.
             log.warning("epoch bump refused (%s); asking for the next epoch plainly", e)
         await self._init_producer_id(bump=False)
-
-    # -- coordinators and retries -----------------------------------------------------------
-
-    async def _retrying(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        """Run ``attempt`` until it succeeds, fails for good, or max_block_ms runs out."""
-        deadline = time.monotonic() + self._max_block
-        failures = 0
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                async with asyncio.timeout(max(remaining, 0.001)):
-                    return await attempt()
-            except TimeoutError:
-                raise KafkaTimeoutError(
-                    f"{what} did not complete within max_block_ms ({self._config.max_block_ms} ms)"
-                ) from None
-            except KafkaError as e:
-                if not e.retriable:
-                    raise
-                failures += 1
-                delay = self._backoff(failures)
-                if time.monotonic() + delay >= deadline:
-                    raise KafkaTimeoutError(
-                        f"{what} did not complete within max_block_ms "
-                        f"({self._config.max_block_ms} ms); last error: {e}"
-                    ) from e
-                log.info("%s: %s; retrying in %.0f ms", what, e, delay * 1000)
-                await asyncio.sleep(delay)
-
-    def _backoff(self, failures: int) -> float:
-        cfg = self._config
-        return backoff_delay(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, failures)
-
-    async def _to_coordinator(self, key_type: int, key: str, request: Any) -> Any:
-        node_id = await self._coordinator(key_type, key)
-        conn = await self._connect(node_id, key_type, key)
-        return await self._send(conn, request, None, key_type, key)
-
-    async def _connect(self, node_id: int, key_type: int, key: str) -> BrokerConnection:
-        try:
-            return await self._client.connect(node_id)
-        except KafkaError:
-            self._coordinators.pop((key_type, key), None)
-            raise
-
-    async def _send(
-        self, conn: BrokerConnection, request: Any, version: int | None, key_type: int, key: str
-    ) -> Any:
-        try:
-            return await conn.send(request, version)
-        except (KafkaConnectionError, KafkaTimeoutError):
-            self._coordinators.pop((key_type, key), None)  # it may have moved: look again
-            raise
-
-    def _check(self, code: int, key_type: int, key: str, what: str) -> None:
-        if code:
-            error = error_from_response(code, message=what)
-            self._coordinator_error(error, key_type, key)
-            raise error
-
-    def _coordinator_error(self, error: KafkaError, key_type: int, key: str) -> None:
-        if isinstance(error, NotCoordinatorError | CoordinatorNotAvailableError):
-            self._coordinators.pop((key_type, key), None)
-
-    async def _coordinator(self, key_type: int, key: str) -> int:
-        """The node id of the coordinator for ``key`` (cached until it errs)."""
-        cached = self._coordinators.get((key_type, key))
-        if cached is not None:
-            return cached
-        found = await self._client.find_coordinator(key_type, key)
-        coordinator = found.node_id
-        kind = "transactional id" if key_type == TRANSACTION else "group"
-        if coordinator not in self._client.metadata.cluster.nodes:
-            self._client.metadata.request_update()
-            self._wakeup()
-            raise CoordinatorNotAvailableError(
-                f"the coordinator of {kind} {key!r} is node {coordinator} "
-                f"({found.host}:{found.port}), which is not in the metadata yet"
-            )
-        log.debug("coordinator of %s %r: node %s", kind, key, coordinator)
-        self._coordinators[(key_type, key)] = coordinator
-        return coordinator
-
-
-def _offset_commit_topics(
-    topics: dict[str, dict[int, OffsetAndMetadata]],
-) -> list[TxnOffsetCommitRequestTopic]:
-    return [
-        TxnOffsetCommitRequestTopic(
-            topic,
-            [
-                TxnOffsetCommitRequestPartition(
-                    partition_index=p, committed_offset=om.offset, committed_metadata=om.metadata
-                )
-                for p, om in sorted(parts.items())
-            ],
-        )
-        for topic, parts in topics.items()
-    ]
-
-
-def _take_committed(
-    response: TxnOffsetCommitResponse,
-    remaining: dict[str, dict[int, OffsetAndMetadata]],
-    group_id: str,
-) -> BrokerResponseError | None:
-    """Drop the committed partitions from ``remaining``; return the error worth raising
-    (a non-retriable one before a retriable one), if any partition failed."""
-    first: BrokerResponseError | None = None
-    for topic_result in response.topics:
-        parts = remaining.get(topic_result.name, {})
-        for p in topic_result.partitions:
-            if p.error_code == 0:
-                parts.pop(p.partition_index, None)
-                continue
-            error = error_from_response(
-                p.error_code,
-                topic=topic_result.name,
-                partition=p.partition_index,
-                message=f"TxnOffsetCommit for group {group_id!r}",
-            )
-            if first is None or not error.retriable:
-                first = error
-    for topic in [t for t, ps in remaining.items() if not ps]:
-        del remaining[topic]
-    return first
-
-
-def _offset_topics(
-    offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
-) -> dict[str, dict[int, OffsetAndMetadata]]:
-    """The offsets by topic and partition. A value is an offset, or an ``(offset,
-    metadata)`` pair (our OffsetAndMetadata, aiokafka's, or a plain tuple), as aiokafka's."""
-    if not isinstance(offsets, Mapping):
-        raise TypeError(
-            "send_offsets_to_transaction(): offsets must be a dict of TopicPartition -> offset, "
-            f"got {type(offsets).__name__}"
-        )
-    topics: dict[str, dict[int, OffsetAndMetadata]] = {}
-    for tp, value in offsets.items():
-        if not isinstance(tp, tuple) or len(tp) != 2:
-            raise TypeError(f"offsets: keys must be TopicPartition, got {tp!r}")
-        topic, partition = tp
-        om = _offset_and_metadata(value, topic, partition)
-        if om.offset < 0:
-            raise ValueError(f"offset for {topic}[{partition}] must be >= 0, got {om.offset}")
-        topics.setdefault(topic, {})[partition] = om
-    if not topics:
-        raise ValueError("send_offsets_to_transaction(): no offsets given")
-    return topics
-
-
-def _offset_and_metadata(value: object, topic: str, partition: int) -> OffsetAndMetadata:
-    if type(value) is int:
-        return OffsetAndMetadata(value, "")
-    if isinstance(value, tuple) and len(value) == 2:
-        offset, metadata = value
-        if type(offset) is int and isinstance(metadata, str):
-            return OffsetAndMetadata(offset, metadata)
-    raise TypeError(
-        f"offset for {topic}[{partition}] must be an int or an (offset, metadata) pair such as "
-        f"OffsetAndMetadata, got {value!r}"
-    )
 
 
 class BegunTransaction(collections.abc.Coroutine[Any, Any, None]):

@@ -16,13 +16,10 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .errors import AuthenticationFailedError, ConfigError
 from .sasl import OAuthBearer, Plain, SaslMechanism, Scram
-
-if TYPE_CHECKING:
-    from .config import ProducerConfig
 
 log = logging.getLogger("aiokafka_lite.security")
 
@@ -30,6 +27,34 @@ __all__ = ["OAuthToken", "Security", "build_ssl_context", "check_config", "creat
 
 _SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password")
 _SASL_CREDENTIALS = ("sasl_plain_username", "sasl_plain_password", "sasl_oauth_token_provider")
+
+
+class SecurityOptions(Protocol):
+    """The options this module reads (ProducerConfig has them; declared here so that
+    the security module does not depend on the config module, which uses it)."""
+
+    @property
+    def security_protocol(self) -> str: ...
+    @property
+    def ssl_context(self) -> Any: ...
+    @property
+    def ssl_cafile(self) -> str | None: ...
+    @property
+    def ssl_certfile(self) -> str | None: ...
+    @property
+    def ssl_keyfile(self) -> str | None: ...
+    @property
+    def ssl_password(self) -> str | None: ...
+    @property
+    def ssl_check_hostname(self) -> bool: ...
+    @property
+    def sasl_mechanism(self) -> str: ...
+    @property
+    def sasl_plain_username(self) -> str | None: ...
+    @property
+    def sasl_plain_password(self) -> str | None: ...
+    @property
+    def sasl_oauth_token_provider(self) -> Any: ...
 
 
 @dataclass(frozen=True, repr=False)
@@ -47,7 +72,7 @@ class OAuthToken:
         return f"OAuthToken(token=[hidden], expires_at={self.expires_at!r})"
 
 
-def check_config(cfg: ProducerConfig) -> None:
+def check_config(cfg: SecurityOptions) -> None:
     """Raise :class:`ConfigError` naming the option if the security options do not fit."""
     uses_tls = cfg.security_protocol in ("SSL", "SASL_SSL")
     uses_sasl = cfg.security_protocol.startswith("SASL_")
@@ -93,7 +118,7 @@ def check_config(cfg: ProducerConfig) -> None:
             raise ConfigError("sasl_plain_username and sasl_plain_password must not contain NUL")
 
 
-def build_ssl_context(cfg: ProducerConfig) -> ssl.SSLContext | None:
+def build_ssl_context(cfg: SecurityOptions) -> ssl.SSLContext | None:
     """The context for TLS connections, or None for PLAINTEXT and SASL_PLAINTEXT."""
     if cfg.security_protocol not in ("SSL", "SASL_SSL"):
         return None
@@ -143,7 +168,7 @@ def create_ssl_context(
 class Security:
     """What every connection of one producer needs for TLS and SASL."""
 
-    def __init__(self, cfg: ProducerConfig) -> None:
+    def __init__(self, cfg: SecurityOptions) -> None:
         self.ssl_context = build_ssl_context(cfg)
         self.check_hostname = cfg.ssl_check_hostname
         self.sasl_mechanism: str | None = (

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .backoff import backoff_delay
 from .cluster import Cluster, Node
 from .config import ProducerConfig, parse_bootstrap
 from .connection import BrokerConnection
@@ -51,15 +52,6 @@ GROUP = 0
 TRANSACTION = 1
 
 
-def backoff_delay(base_ms: float, max_ms: float, failures: int) -> float:
-    """Exponential backoff with +-20% jitter (as Java's ExponentialBackoff), in seconds."""
-    if failures <= 0:
-        return 0.0
-    # Cap the exponent: 2.0 ** 1024 overflows, and a broker can stay down that long.
-    delay: float = min(base_ms * 2.0 ** min(failures - 1, 62), max_ms)
-    return delay * random.uniform(0.8, 1.2) / 1000
-
-
 class NetworkClient:
     def __init__(
         self,
@@ -77,6 +69,7 @@ class NetworkClient:
         self.metadata = Metadata(
             self._bootstrap,
             retry_backoff_ms=config.retry_backoff_ms,
+            retry_backoff_max_ms=config.retry_backoff_max_ms,
             max_age_ms=config.metadata_max_age_ms,
             topic_idle_ms=config.metadata_max_idle_ms,
         )

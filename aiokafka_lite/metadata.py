@@ -3,9 +3,10 @@
 Like Java's ``Metadata``: it holds the current :class:`Cluster` snapshot, a
 version that goes up with every update, a need-update flag, the topics in use
 (dropped after ``metadata_max_idle_ms`` without a send), and the timing rules
-(``retry_backoff_ms`` between attempts, ``metadata_max_age_ms`` between
-refreshes). It performs no I/O: the client fetches, this class decides when and
-what, and ``send()`` awaits the version bump on an ``asyncio.Condition``.
+(``retry_backoff_ms`` between attempts, doubling up to ``retry_backoff_max_ms``
+while they keep failing; ``metadata_max_age_ms`` between refreshes). It performs
+no I/O: the client fetches, this class decides when and what, and ``send()``
+awaits the version bump (a future per waiter).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import logging
 import time
 
+from .backoff import backoff_delay
 from .cluster import Cluster, Node, PartitionInfo
 
 log = logging.getLogger("aiokafka_lite.metadata")
@@ -29,6 +31,7 @@ class Metadata:
         bootstrap: Cluster,
         *,
         retry_backoff_ms: float,
+        retry_backoff_max_ms: float,
         max_age_ms: float,
         topic_idle_ms: float,
     ) -> None:
@@ -40,7 +43,9 @@ class Metadata:
         self.need_update = True
         self.last_attempt = 0.0
         self.last_success = 0.0
-        self._retry_backoff = retry_backoff_ms / 1000
+        self._backoff_ms = (retry_backoff_ms, retry_backoff_max_ms)
+        self._retry_backoff = retry_backoff_ms / 1000  # the wait before the next attempt
+        self._failures = 0  # refreshes failed in a row
         self._max_age = max_age_ms / 1000
         self._topic_idle = topic_idle_ms / 1000
         self._topics: dict[str, float] = {}  # topic -> last used (monotonic)
@@ -91,6 +96,8 @@ class Metadata:
         log.debug("metadata version %s: %r", self.version, cluster)
         self.last_success = now
         self.last_error = None
+        self._failures = 0
+        self._retry_backoff = self._backoff_ms[0] / 1000
         for topic, code in cluster.topic_errors.items():
             if code == INVALID_TOPIC_EXCEPTION and self._topics.pop(topic, None) is not None:
                 # The name itself is refused: no later answer will differ, so stop
@@ -164,6 +171,10 @@ class Metadata:
 
     def failed_update(self, error: BaseException) -> None:
         self.last_error = error
+        # Back off further on each failure in a row (as Java's Metadata): a broker
+        # whose answers we cannot use is not asked again every retry_backoff_ms.
+        self._failures += 1
+        self._retry_backoff = backoff_delay(*self._backoff_ms, self._failures + 1)
         self._notify()
 
     def move_leader(

@@ -31,7 +31,11 @@ def snapshot(
 
 def metadata(cluster: Cluster) -> Metadata:
     md = Metadata(
-        Cluster.bootstrap([("h1", 9091)]), retry_backoff_ms=100, max_age_ms=1000, topic_idle_ms=1e6
+        Cluster.bootstrap([("h1", 9091)]),
+        retry_backoff_ms=100,
+        retry_backoff_max_ms=1000,
+        max_age_ms=1000,
+        topic_idle_ms=1e6,
     )
     md.update(cluster, 0.0)
     return md

@@ -135,6 +135,7 @@ def _metadata() -> Metadata:
     return Metadata(
         Cluster.bootstrap([("h1", 9091)]),
         retry_backoff_ms=BACKOFF_MS,
+        retry_backoff_max_ms=BACKOFF_MS * 8,
         max_age_ms=MAX_AGE_MS,
         topic_idle_ms=IDLE_MS,
     )
@@ -216,6 +217,26 @@ def test_retry_backoff_between_refreshes() -> None:
     assert md.time_to_next_update(200.0 + backoff) == pytest.approx(
         200.05 + MAX_AGE_MS / 1000 - (200.0 + backoff)
     )
+
+
+def test_failed_refreshes_back_off_exponentially_up_to_the_max() -> None:
+    """Each failure in a row doubles the wait (+-20% jitter) up to retry_backoff_max_ms;
+    an answer puts it back to retry_backoff_ms. (A broker whose metadata answers
+    cannot be parsed was otherwise asked again every retry_backoff_ms.)"""
+    md = _metadata()
+    md.request_update()
+    waits = []
+    for _ in range(6):
+        md.attempt_started(0.0)
+        md.failed_update(KafkaConnectionError("down"))
+        waits.append(md.time_to_next_update(0.0) * 1000)
+    for failures, wait in enumerate(waits, start=1):
+        expected = min(BACKOFF_MS * 2**failures, BACKOFF_MS * 8)
+        assert 0.8 * expected <= wait <= 1.2 * expected, (failures, waits)
+    md.update(_cluster_with(), now=10.0)
+    md.request_update()
+    md.attempt_started(10.0)
+    assert md.time_to_next_update(10.0) == pytest.approx(BACKOFF_MS / 1000)
 
 
 def test_topics_idle_past_max_idle_are_dropped_from_requests() -> None:

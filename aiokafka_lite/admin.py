@@ -10,7 +10,8 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, NamedTuple
 
-from .client import GROUP, NetworkClient, backoff_delay
+from .backoff import backoff_delay
+from .client import GROUP, NetworkClient
 from .cluster import Cluster, Node, PartitionInfo
 from .config import ProducerConfig
 from .errors import (

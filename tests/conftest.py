@@ -1,11 +1,17 @@
-"""Shared fixtures: an embedded Tansu broker and a topic factory.
+"""Shared fixtures: an embedded Tansu broker and a topic factory; how the suite runs.
 
 Tansu (memory storage) starts in ~10 ms, so a per-test broker is cheap; restarts begin EMPTY.
 Topics are created with an independent client (confluent-kafka's AdminClient), never ours.
+
+The suite runs in parallel workers (pytest-xdist, ``-n auto`` in pyproject.toml). Each
+worker is a session of its own, with its own session ``broker`` on a port the kernel picks,
+its own temporary directory (broker log included), and topics named with uuids, so nothing
+is shared between workers. ``-n 0`` runs everything in one process.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +26,30 @@ from aiokafka_lite.embedded import EmbeddedBroker
 
 class TopicFactory(Protocol):
     def __call__(self, partitions: int = 1, *, bootstrap: str | None = None) -> str: ...
+
+
+#: Workers for ``-n auto``: per CPU, and at least, this many. The tests mostly wait (for
+#: brokers, backoffs, timeouts; run alone they keep a CPU ~20 % busy), so two workers per
+#: CPU keep the CPUs busy without starving the tests that race a timer; fewer than four
+#: leaves most of the waiting in line.
+WORKERS_PER_CPU = 2
+MIN_WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown without it
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    return max(MIN_WORKERS, WORKERS_PER_CPU * (os.cpu_count() or 1))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The Spark tests share one standalone cluster, started by a session fixture: in
+    # parallel workers, each worker running some would start a cluster of its own. One
+    # xdist group sends them all to one worker (with --dist loadgroup, the default here).
+    for item in items:
+        if item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")

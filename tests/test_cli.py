@@ -5,6 +5,7 @@ What was produced is read back with confluent-kafka (tests/readers.py), never ou
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
@@ -17,12 +18,21 @@ import tomllib
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 from confluent_kafka import Producer as CkProducer
 from confluent_kafka.admin import AdminClient
 from conftest import TopicFactory
 from readers import read_all_confluent
 
+from aiokafka_lite.cli import build_parser
+from aiokafka_lite.cli._common import (
+    EXIT_CODES,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 from aiokafka_lite.cli.produce import MalformedLineError, parse_json_line
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -242,6 +252,7 @@ def test_missing_rich_says_which_extra_to_install(bootstrap: str, tmp_path: Path
     proc = cli("perf", "-b", bootstrap, "--num-records", "1", "--record-size", "1", env=env)
     assert proc.returncode == 2
     assert 'pip install "aiokafka-lite[cli]"' in proc.stderr
+    assert 'in a clone of the repository, pip install -e ".[cli]"' in proc.stderr
 
 
 # -- the live progress bar ------------------------------------------------------------
@@ -342,17 +353,51 @@ def test_topics_create_list_describe(bootstrap: str) -> None:
     assert len(rows) == 3
     port = bootstrap.rsplit(":", 1)[1]
     assert all(f"111 (127.0.0.1:{port})" in row for row in rows)  # Tansu's node id
+    # Creating it again does nothing: exit code 2, as for every "nothing done".
     again = cli("topics", "create", topic, "-b", bootstrap)
-    assert again.returncode == 1 and "TOPIC_ALREADY_EXISTS" in again.stderr
-    assert cli("topics", "create", topic, "-b", bootstrap, "--if-not-exists").returncode == 0
+    assert again.returncode == 2 and "TOPIC_ALREADY_EXISTS" in again.stderr
+    kept = cli("topics", "create", topic, "-b", bootstrap, "--if-not-exists")
+    assert kept.returncode == 0, kept.stderr
+    assert f"{topic} exists already: left as it is" in kept.stderr
 
 
 def test_topics_describe_unknown_topic_does_not_create_it(bootstrap: str) -> None:
     topic = f"absent-{uuid.uuid4().hex}"
     proc = cli("topics", "describe", topic, "-b", bootstrap)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # nothing to describe
     assert "UNKNOWN_TOPIC_OR_PARTITION" in proc.stdout
     assert topic not in topic_names(bootstrap)
+
+
+def test_topics_create_some_existing_creates_the_rest_and_exits_1(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    existing = topic_factory(2)
+    new = f"cli-{uuid.uuid4().hex}"
+    proc = cli("topics", "create", existing, new, "-b", bootstrap, "--partitions", "3")
+    assert proc.returncode == 1, proc.stderr  # partly done
+    assert f"cannot create {existing}" in proc.stderr and "TOPIC_ALREADY_EXISTS" in proc.stderr
+    assert f"created {new} (3 partition(s))" in proc.stderr
+    listed = cli("topics", "list", "-b", bootstrap).stdout.splitlines()
+    assert f"{new}\t3" in listed and f"{existing}\t2" in listed  # the existing one untouched
+
+
+def test_topics_describe_some_unknown_exits_1(bootstrap: str, topic_factory: TopicFactory) -> None:
+    known = topic_factory(1)
+    unknown = f"absent-{uuid.uuid4().hex}"
+    proc = cli("topics", "describe", known, unknown, "-b", bootstrap)
+    assert proc.returncode == 1  # partly done: the known topic is described
+    rows = proc.stdout.splitlines()
+    assert any(known in row and "111 (" in row for row in rows)
+    assert any(unknown in row and "UNKNOWN_TOPIC_OR_PARTITION" in row for row in rows)
+    assert unknown not in topic_names(bootstrap)
+
+
+def test_topics_create_on_an_unreachable_cluster_does_nothing() -> None:
+    name = f"cli-{uuid.uuid4().hex}"
+    proc = cli("topics", "create", name, "-b", "127.0.0.1:1", "--timeout-ms", "2000")
+    assert proc.returncode == 2
+    assert f"cannot create {name}" in proc.stderr and "127.0.0.1:1" in proc.stderr
 
 
 def test_topics_unreachable_cluster_is_a_clear_error() -> None:
@@ -457,3 +502,121 @@ def test_broker_on_a_taken_port_says_so() -> None:
     assert proc.returncode == 2
     assert f"127.0.0.1:{port} is already accepting connections" in proc.stderr
     assert proc.stdout == ""  # no address printed for a broker that is not there
+
+
+def test_broker_that_exits_on_its_own_is_a_failure() -> None:
+    # The Tansu process under the command dies (as a crash would): the command notices,
+    # says so and exits 1 (it ran, then failed), not 0 as a Ctrl-C stop does.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiokafka_lite", "broker"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith("127.0.0.1:")
+        (tansu,) = psutil.Process(proc.pid).children()
+        tansu.kill()
+        assert proc.wait(timeout=15) == 1
+        assert "the broker exited on its own" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+# -- help and exit codes ----------------------------------------------------------------
+
+EXIT_CODES_HEADER = "exit codes (every command):"
+
+
+def commands() -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every (sub)command of the CLI with its parser: (), ("produce",), ("topics", "list")..."""
+    found: list[tuple[tuple[str, ...], argparse.ArgumentParser]] = []
+
+    def walk(path: tuple[str, ...], parser: argparse.ArgumentParser) -> None:
+        found.append((path, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk((*path, name), sub)
+
+    walk((), build_parser())
+    return found
+
+
+def without_default(help_text: str) -> str:
+    return re.sub(r"\(?default:[^)]*\)?", "", help_text).strip(" ;,.")
+
+
+@pytest.mark.parametrize("path", [p for p, _ in commands()], ids=lambda p: " ".join(p) or "-")
+def test_every_option_has_help_text(path: tuple[str, ...]) -> None:
+    parser = dict(commands())[path]
+    proc = cli(*path, "--help")
+    assert proc.returncode == 0, proc.stderr
+    # argparse wraps help text at the terminal width (also after hyphens): compare the
+    # texts without their whitespace.
+    shown = "".join(proc.stdout.split())
+    options = [a for a in parser._actions if not isinstance(a, argparse._SubParsersAction)]
+    assert options
+    for action in options:
+        name = "/".join(action.option_strings) or action.dest
+        assert action.help and action.help != argparse.SUPPRESS, f"{path} {name}: no help"
+        # More than its default: what the option does.
+        assert without_default(action.help), f"{path} {name}: help only states the default"
+        for flag in action.option_strings:
+            assert flag in shown, f"{path} {name}"
+        assert "".join(action.help.split()) in shown, f"{path} {name}: help text not shown"
+    # Every command's help ends with the one exit-code convention.
+    assert EXIT_CODES_HEADER in proc.stdout
+    assert "".join(EXIT_CODES.split()) in shown
+
+
+def test_the_exit_code_convention_is_the_documented_one() -> None:
+    codes = {"0": EXIT_OK, "1": EXIT_FAILED, "2": EXIT_USAGE, "130": EXIT_INTERRUPTED}
+    assert list(codes.values()) == [0, 1, 2, 130]
+    # docs/cli.md's table has one row per code, in the same words as the --help epilog.
+    table = (REPO_ROOT / "docs" / "cli.md").read_text().split("## Exit codes", 1)[1]
+    rows = re.findall(r"^\| (\d+) \| ([^|]+) \|", table, re.M)
+    assert [code for code, _ in rows] == list(codes)
+    for code, meaning in rows:
+        first_words = meaning.split(":")[0].strip()  # "done", "failed", "nothing done", ...
+        line = next(ln for ln in EXIT_CODES.splitlines() if ln.strip().startswith(code + " "))
+        assert first_words.split()[0] in line, (code, first_words, line)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("produce",),  # no topic
+        ("produce", "t", "--format", "xml"),
+        ("perf", "--record-size", "10"),  # no --num-records
+        ("perf", "--num-records", "0", "--record-size", "10", "-b", "127.0.0.1:1"),
+        ("topics", "list"),  # no -b
+        ("topics", "create", "-b", "127.0.0.1:1"),  # no topic name
+        ("topics", "describe", "-b", "127.0.0.1:1", "--no-such-option"),
+        ("broker", "--port", "many"),
+        ("nonsense",),
+    ],
+    ids=" ".join,
+)
+def test_usage_errors_exit_2_and_do_nothing(args: tuple[str, ...]) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert "error:" in proc.stderr
+    assert proc.stdout == ""
+    assert "started an embedded broker" not in proc.stderr
+
+
+def test_perf_records_that_fail_exit_1(bootstrap: str, topic_factory: TopicFactory) -> None:
+    # A record larger than max_request_size is refused at send(): the run stops, failed.
+    topic = topic_factory(1)
+    proc = cli(
+        "perf", "-b", bootstrap, "--topic", topic, "--num-records", "3",
+        "--record-size", "2000", "-X", "max_request_size=1024", "--no-progress", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "send failed after 0 records" in proc.stderr
+    assert "max_request_size" in proc.stderr

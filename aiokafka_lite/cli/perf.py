@@ -22,6 +22,7 @@ from ..errors import KafkaError, KafkaTimeoutError
 from ..producer import AIOKafkaProducer
 from ..structs import RecordMetadata
 from ._common import (
+    EXIT_CODES,
     EXIT_FAILED,
     EXIT_OK,
     CliError,
@@ -68,17 +69,21 @@ def add_parser(sub: Any) -> None:
         "perf",
         help="measure producer throughput and latency (like kafka-producer-perf-test)",
         description=(__doc__ or "").replace("``", ""),
+        epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_bootstrap(p, embedded=True)
-    p.add_argument("--topic", default="perf-test", help="default: perf-test")
-    p.add_argument("--num-records", type=int, required=True)
+    add_bootstrap(p)
+    p.add_argument("--topic", default="perf-test", help="the topic to send to (default: perf-test)")
+    p.add_argument("--num-records", type=int, required=True, help="how many records to send")
     p.add_argument("--record-size", type=int, required=True, help="bytes per record value")
     p.add_argument(
         "--throughput", type=float, default=-1, help="records/s cap; -1 (default): no cap"
     )
     p.add_argument(
-        "--partitions", type=int, default=4, help="partitions of the topic on an embedded broker"
+        "--partitions",
+        type=int,
+        default=4,
+        help="partitions of the topic on an embedded broker (default: 4)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")

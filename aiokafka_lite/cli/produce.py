@@ -37,6 +37,7 @@ from ..producer import AIOKafkaProducer
 from ..records import Header
 from ..structs import RecordMetadata
 from ._common import (
+    EXIT_CODES,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -114,13 +115,21 @@ def add_parser(sub: Any) -> None:
         "produce",
         help="send lines or JSON records from stdin or a file to a topic",
         description=(__doc__ or "").replace("``", ""),
+        epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("topic")
-    add_bootstrap(p, embedded=True)
+    p.add_argument("topic", help="the topic to send to")
+    add_bootstrap(p)
     p.add_argument("-f", "--file", default="-", help="input file ('-', the default: stdin)")
-    p.add_argument("--format", choices=["lines", "json"], default="lines")
-    p.add_argument("--key-separator", metavar="SEP", help="lines: key SEP value")
+    p.add_argument(
+        "--format",
+        choices=["lines", "json"],
+        default="lines",
+        help="a record per line, or a JSON object per line (default: lines; see above)",
+    )
+    p.add_argument(
+        "--key-separator", metavar="SEP", help="lines: split each line into key SEP value"
+    )
     p.add_argument(
         "-H",
         "--header",
@@ -133,7 +142,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--partition", type=int, help="send every record to this partition")
     p.add_argument(
-        "--partitions", type=int, default=1, help="partitions of the topic on an embedded broker"
+        "--partitions",
+        type=int,
+        default=1,
+        help="partitions of the topic on an embedded broker (default: 1)",
     )
     p.add_argument(
         "--no-auto-create",
@@ -141,7 +153,7 @@ def add_parser(sub: Any) -> None:
         help="fail at once if the topic does not exist, instead of letting the broker create it",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--show-errors", type=int, default=5, help="errors to list (default: 5)")
+    p.add_argument("--show-errors", type=int, default=5, help="failed records to list (default: 5)")
     add_producer_options(p)
     p.set_defaults(handler=run)
 

@@ -7,33 +7,81 @@ from typing import Any
 
 from ..admin import NewTopic, TopicDescription, create_topics, describe_topics, list_topics
 from ..cluster import Node
-from ..errors import KafkaError
-from ._common import EXIT_FAILED, EXIT_OK, CliError, key_value, rich_module, say
+from ..errors import BrokerResponseError, KafkaError, TopicAlreadyExistsError
+from ._common import (
+    EXIT_CODES,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    add_bootstrap,
+    key_value,
+    rich_module,
+    say,
+)
 
 __all__ = ["add_parser"]
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("topics", help="list, create or describe topics")
+    p = sub.add_parser(
+        "topics",
+        help="list, create or describe topics",
+        description="List, create or describe the cluster's topics.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, help_text in (
         ("list", "topic names and partition counts"),
         ("create", "create topics"),
         ("describe", "partitions, leaders, replicas and in-sync replicas"),
     ):
-        a = actions.add_parser(name, help=help_text)
-        a.add_argument("-b", "--bootstrap-server", required=True, metavar="SERVERS")
-        a.add_argument("--timeout-ms", type=int, default=10_000, help="default: 10000")
+        a = actions.add_parser(
+            name,
+            help=help_text,
+            description=help_text[0].upper() + help_text[1:] + ".",
+            epilog=EXIT_CODES,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        add_bootstrap(a, required=True)
+        a.add_argument(
+            "--timeout-ms",
+            type=int,
+            default=10_000,
+            help="how long to wait for the cluster's answers (default: 10000)",
+        )
         if name == "create":
-            a.add_argument("names", nargs="+", metavar="TOPIC")
-            a.add_argument("--partitions", type=int, default=1)
-            a.add_argument("--replication-factor", type=int, default=1)
+            a.add_argument("names", nargs="+", metavar="TOPIC", help="names of the topics")
             a.add_argument(
-                "--config", action="append", type=key_value, default=[], metavar="KEY=VALUE"
+                "--partitions", type=int, default=1, help="partitions per topic (default: 1)"
             )
-            a.add_argument("--if-not-exists", action="store_true")
+            a.add_argument(
+                "--replication-factor",
+                type=int,
+                default=1,
+                help="copies of each partition, on as many brokers (default: 1)",
+            )
+            a.add_argument(
+                "--config",
+                action="append",
+                type=key_value,
+                default=[],
+                metavar="KEY=VALUE",
+                help="a topic config for every topic (e.g. retention.ms=60000); repeatable",
+            )
+            a.add_argument(
+                "--if-not-exists",
+                action="store_true",
+                help="a topic that exists already is left as it is, and not an error",
+            )
         elif name == "describe":
-            a.add_argument("names", nargs="*", metavar="TOPIC", help="default: every topic")
+            a.add_argument(
+                "names",
+                nargs="*",
+                metavar="TOPIC",
+                help="topics to describe (default: every topic)",
+            )
     p.set_defaults(handler=run)
 
 
@@ -53,25 +101,45 @@ async def run(args: argparse.Namespace) -> int:
         _list(topics)
     else:
         _describe(nodes, topics)
-    return EXIT_FAILED if any(t.error for t in topics) else EXIT_OK
+    failed = [t for t in topics if t.error]
+    if not failed:
+        return EXIT_OK
+    # Describing only topics that are not there did nothing; some of them, partly.
+    nothing = args.action == "describe" and args.names and len(failed) == len(topics)
+    return EXIT_USAGE if nothing else EXIT_FAILED
 
 
 async def _create(args: argparse.Namespace) -> int:
-    topics = [
-        NewTopic(name, args.partitions, args.replication_factor, dict(args.config))
-        for name in args.names
-    ]
-    try:
-        await create_topics(
-            args.bootstrap_server,
-            topics,
-            timeout_ms=args.timeout_ms,
-            exist_ok=args.if_not_exists,
-        )
-    except KafkaError as e:
-        raise CliError(f"cannot create {', '.join(args.names)}: {e}", EXIT_FAILED) from e
+    """Create each topic on its own, so that the exit code can say what was done."""
+    created: list[str] = []
+    existing: list[str] = []
+    refused: list[str] = []
     for name in args.names:
-        say(f"created {name} ({args.partitions} partition(s))")
+        topic = NewTopic(name, args.partitions, args.replication_factor, dict(args.config))
+        try:
+            await create_topics(
+                args.bootstrap_server, [topic], timeout_ms=args.timeout_ms, exist_ok=False
+            )
+        except TopicAlreadyExistsError as e:
+            existing.append(name)
+            if args.if_not_exists:
+                say(f"{name} exists already: left as it is")
+            else:
+                say(f"cannot create {name}: {e}")
+        except BrokerResponseError as e:  # this topic refused (bad config, policy...)
+            refused.append(name)
+            say(f"cannot create {name}: {e}")
+        except KafkaError as e:  # the cluster itself failed us: the rest would fail too
+            done = f" (created: {', '.join(created)})" if created else ""
+            code = EXIT_FAILED if created else EXIT_USAGE
+            raise CliError(f"cannot create {name}: {e}{done}", code) from e
+        else:
+            created.append(name)
+            say(f"created {name} ({args.partitions} partition(s))")
+    if refused:
+        return EXIT_FAILED
+    if existing and not args.if_not_exists:
+        return EXIT_FAILED if created else EXIT_USAGE
     return EXIT_OK
 
 

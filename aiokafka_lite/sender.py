@@ -43,7 +43,7 @@ from .errors import (
 from .idempotence import IdempotenceState
 from .metrics import ProducerMetrics
 from .producer_id import fetch_producer_id
-from .protocol.messages import (
+from .protocol.produce import (
     PartitionProduceData,
     PartitionProduceResponse,
     ProduceRequest,

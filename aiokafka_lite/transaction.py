@@ -58,7 +58,7 @@ from .errors import (
 )
 from .idempotence import IdempotenceState
 from .offsets import offset_commit_topics, offset_topics, take_committed
-from .protocol.messages import (
+from .protocol.transactions import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,

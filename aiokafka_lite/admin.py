@@ -21,7 +21,7 @@ from .errors import (
     KafkaTimeoutError,
     error_from_response,
 )
-from .protocol.messages import (
+from .protocol.admin import (
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,

@@ -30,7 +30,7 @@ from .errors import (
 )
 from .metadata import Metadata
 from .protocol.codec import Request
-from .protocol.messages import (
+from .protocol.metadata import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     MetadataRequest,

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-from .protocol.messages import MetadataResponse
+from .protocol.metadata import MetadataResponse
 
 __all__ = ["Cluster", "Node", "PartitionInfo"]
 

@@ -34,7 +34,7 @@ from .errors import (
 )
 from .protocol.codec import DecodeError, Request, Response
 from .protocol.frames import encode_client_id, request_header, response_body_offset, seal_frame
-from .protocol.messages import (
+from .protocol.handshake import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     SaslAuthenticateRequest,

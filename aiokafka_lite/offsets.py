@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .errors import BrokerResponseError, error_from_response
-from .protocol.messages import (
+from .protocol.transactions import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
     TxnOffsetCommitResponse,

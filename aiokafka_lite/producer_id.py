@@ -16,7 +16,7 @@ from collections.abc import Callable
 from .client import NetworkClient
 from .errors import KafkaConnectionError, KafkaError, error_from_response
 from .idempotence import IdempotenceState
-from .protocol.messages import InitProducerIdRequest, InitProducerIdResponse
+from .protocol.transactions import InitProducerIdRequest, InitProducerIdResponse
 
 __all__ = ["fetch_producer_id"]
 

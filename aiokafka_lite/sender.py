@@ -12,7 +12,11 @@ Java's ``Sender.runOnce`` as an event-loop task::
 Responses are handled in the connection's callback: each partition's result
 completes its batch, or puts it back at the front of its queue to retry after
 ``retry_backoff_ms`` (exponential, with jitter), or fails it with an error that
-names the topic, partition and the broker's error.
+names the topic, partition and the broker's error (:mod:`aiokafka_lite.batch_outcomes`).
+
+This module is the loop, the Produce requests it builds from drained batches, and the
+idempotent producer's id and epoch (asked for with :mod:`aiokafka_lite.producer_id`
+when none is valid, and renumbering what is queued under a new epoch).
 """
 
 from __future__ import annotations
@@ -26,38 +30,24 @@ from functools import partial
 from . import batch_errors
 from .accumulator import ProducerBatch, RecordAccumulator
 from .backoff import backoff_delay
+from .batch_outcomes import BatchOutcomes
 from .client import NetworkClient
-from .cluster import Node
 from .config import ProducerConfig
 from .connection import BrokerConnection
 from .errors import (
     DeliveryOutcomeUnknownError,
-    KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
-    OutOfOrderSequenceNumberError,
-    ProtocolError,
     UnsupportedCompressionTypeError,
-    error_from_response,
 )
 from .idempotence import IdempotenceState
 from .metrics import ProducerMetrics
 from .producer_id import fetch_producer_id
-from .protocol.messages import (
-    PartitionProduceData,
-    PartitionProduceResponse,
-    ProduceRequest,
-    ProduceResponse,
-    TopicProduceData,
-)
+from .protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from .tasks import BackgroundTasks, Handle
 from .transaction import TransactionManager
 
 __all__ = ["Sender"]
-
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-DUPLICATE_SEQUENCE_NUMBER = 46
-UNKNOWN_PRODUCER_ID = 59
 
 # The sender loop's backoff after a failed iteration starts at least here, so that
 # retry_backoff_ms=0 cannot turn a failure that repeats into a busy loop.
@@ -67,6 +57,9 @@ log = logging.getLogger("aiokafka_lite.sender")
 
 
 class Sender:
+    """The loop of one producer: drains the accumulator into Produce requests, one per
+    ready leader, and keeps the idempotent producer's id and epoch valid."""
+
     def __init__(
         self,
         config: ProducerConfig,
@@ -94,23 +87,36 @@ class Sender:
         self._txn = self.transactions
         self._pid_task: Handle[None] | None = None
         self._pid_error: BaseException | None = None  # why the last InitProducerId failed
-        self._fatal: KafkaError | None = None
         self._client = client
         self._acc = accumulator
         self._metadata = client.metadata
         self._acks = config.acks_value
         self._loop = asyncio.get_running_loop()
         self._wake: asyncio.Future[None] | None = None
-        self._in_flight: set[ProducerBatch] = set()
-        self._running = True
         self._task: Handle[None] | None = None
         # Counted per request and per batch, never per record.
         self.requests_sent = 0
         self.batches_sent = 0
         self.records_sent = 0
-        self.records_retried = 0
-        self.records_failed = 0
         self.metrics = ProducerMetrics()
+        # The batches in flight, and whether the sender is running / failed for good.
+        self._out = BatchOutcomes(
+            config,
+            accumulator,
+            self._metadata,
+            self._idem,
+            self._txn,
+            self.metrics,
+            self.wakeup,
+        )
+
+    @property
+    def records_retried(self) -> int:
+        return self._out.records_retried
+
+    @property
+    def records_failed(self) -> int:
+        return self._out.records_failed
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -125,7 +131,7 @@ class Sender:
     @property
     def idle(self) -> bool:
         """Nothing buffered and nothing in flight."""
-        return not self._acc.has_incomplete() and not self._in_flight
+        return not self._acc.has_incomplete() and not self._out.in_flight
 
     async def stop(self, timeout: float) -> None:
         """Deliver everything within ``timeout`` s, then fail what is left.
@@ -150,24 +156,24 @@ class Sender:
 
     def fail_all(self, error: KafkaError) -> None:
         """Fail every batch still queued or in flight with ``error``; no retry after it."""
-        self._running = False
+        self._out.running = False
         for batch in self._acc.abort_undrained(error):
             log.debug("aborted %r on stop", batch)
-        for batch in list(self._in_flight):
-            self._finish(batch, error=error)
+        for batch in list(self._out.in_flight):
+            self._out.finish(batch, error=error)
         self.wakeup()
 
     def halt(self) -> None:
         """No more passes: the loop (and InitProducerId) end at their next wake-up, and
         the task group's closing cancels them anyway."""
-        self._running = False
+        self._out.running = False
         self.wakeup()
 
     # -- the loop ------------------------------------------------------------------
 
     async def _run(self) -> None:
         failures = 0
-        while self._running:
+        while self._out.running:
             try:
                 delay = self._run_once(time.monotonic())
                 failures = 0
@@ -237,7 +243,7 @@ class Sender:
         # From here on each batch is in flight until it is answered, put back in
         # its queue or failed: whatever raises below fails exactly the batches it
         # concerns, and nothing escapes to the loop.
-        self._in_flight.update(batches)
+        self._out.in_flight.update(batches)
         try:
             version = conn.version_for(ProduceRequest)
         except Exception as e:  # a broker too old (or too odd) for any Produce we speak
@@ -277,7 +283,7 @@ class Sender:
         self.batches_sent += len(sending)
         self.records_sent += record_count
         self.metrics.request_sent(record_count, now)
-        fut.add_done_callback(partial(self._on_response, by_tp, conn.node_id, now))
+        fut.add_done_callback(partial(self._out.on_response, by_tp, conn.node_id, now))
 
     def _fail_request(
         self, node_id: int, batches: list[ProducerBatch], cause: Exception, now: float
@@ -286,7 +292,7 @@ class Sender:
         help (the connection closed meanwhile), else fail them, naming the cause."""
         if isinstance(cause, KafkaError) and cause.retriable:
             for batch in batches:
-                self._retry_or_fail(batch, cause, now)
+                self._out.retry_or_fail(batch, cause, now)
             return
         parts = ", ".join(f"{b.queue.tp.topic}[{b.queue.tp.partition}]" for b in batches)
         log.error(
@@ -297,7 +303,7 @@ class Sender:
             cause,
         )
         for batch in batches:
-            self._finish(batch, error=batch_errors.unsendable(batch, cause))
+            self._out.finish(batch, error=batch_errors.unsendable(batch, cause))
 
     def _fail_unsendable(
         self, batch: ProducerBatch, cause: Exception, queued: bool = False
@@ -323,9 +329,9 @@ class Sender:
             batch.base_sequence = -1
         error = batch_errors.unsendable(batch, cause)
         if queued:
-            self._fail_queued(batch, error)
+            self._out.fail_queued(batch, error)
         else:
-            self._finish(batch, error=error)
+            self._out.finish(batch, error=error)
 
     def _close(self, batch: ProducerBatch, now: float) -> bytearray:
         """The batch's bytes for this attempt: its header stamped (with producer id,
@@ -352,7 +358,7 @@ class Sender:
     def _refuse_zstd(self, node_id: int, version: int, batches: list[ProducerBatch]) -> None:
         # zstd batches need Produce v7 (Kafka 2.1); older brokers cannot take them.
         for batch in batches:
-            self._finish(
+            self._out.finish(
                 batch,
                 error=UnsupportedCompressionTypeError(
                     f"broker node {node_id} speaks Produce v{version}; zstd needs v7+",
@@ -361,185 +367,18 @@ class Sender:
                 ),
             )
 
-    def _on_response(
-        self,
-        batches: dict[tuple[str, int], ProducerBatch],
-        node_id: int,
-        sent_at: float,
-        fut: asyncio.Future[ProduceResponse | None],
-    ) -> None:
-        sent = list(batches.values())  # _handle_response pops from the dict
-        try:
-            self._handle_outcome(batches, node_id, sent_at, fut)
-        except Exception as e:
-            # A done callback's exception would only be logged by asyncio, and the
-            # batches not yet handled would stay in flight for ever: retry them
-            # (or fail them, past their retries), as for an answer that did not parse.
-            log.exception("node %s: handling a Produce answer failed", node_id)
-            error = ProtocolError(f"cannot handle the Produce answer of node {node_id}: {e!r}")
-            error.__cause__ = e
-            now = time.monotonic()
-            for batch in sent:
-                if batch in self._in_flight:
-                    batch.maybe_written = True
-                    self._settle_safely(batch, error, now)
-        finally:
-            self.wakeup()
-
-    def _settle_safely(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
-        """Retry or fail ``batch``; if even that raises, fail its records directly."""
-        try:
-            self._retry_or_fail(batch, error, now)
-        except Exception:
-            log.exception("failing %r directly", batch)
-            if batch in self._in_flight:
-                self._in_flight.discard(batch)
-                self._acc.in_flight_done(batch)
-            self._acc.discard_queued(batch)
-            batch.fail(batch_errors.attach_tp(error, batch))
-            self._acc.deallocate(batch)
-
-    def _handle_outcome(
-        self,
-        batches: dict[tuple[str, int], ProducerBatch],
-        node_id: int,
-        sent_at: float,
-        fut: asyncio.Future[ProduceResponse | None],
-    ) -> None:
-        now = time.monotonic()
-        self.metrics.request_done(sent_at, now)
-        if fut.cancelled():
-            exc: BaseException | None = KafkaConnectionError(
-                f"request to node {node_id} was cancelled"
-            )
-        else:
-            exc = fut.exception()
-        if exc is not None:
-            err = exc if isinstance(exc, KafkaError) else KafkaConnectionError(str(exc))
-            for batch in batches.values():
-                # The request left us; whether the broker wrote it is unknown.
-                batch.maybe_written = True
-                self._retry_or_fail(batch, err, now)
-        else:
-            response = fut.result()
-            if response is None:  # acks=0: nothing to wait for
-                for batch in batches.values():
-                    self._finish(batch, unacknowledged=True)
-            else:
-                self._handle_response(batches, response, node_id, now)
-
-    def _handle_response(
-        self,
-        batches: dict[tuple[str, int], ProducerBatch],
-        response: ProduceResponse,
-        node_id: int,
-        now: float,
-    ) -> None:
-        self.metrics.throttled(response.throttle_time_ms, now)
-        # KIP-951: leaders named in partition errors come with their addresses.
-        endpoints = {
-            e.node_id: Node(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints
-        }
-        unasked: list[str] = []
-        for topic_response in response.responses:
-            topic = topic_response.name
-            for p in topic_response.partition_responses:
-                batch = batches.pop((topic, p.index), None)
-                if batch is None:
-                    unasked.append(f"{topic}[{p.index}]")
-                    continue
-                if p.error_code == 0 or (
-                    p.error_code == DUPLICATE_SEQUENCE_NUMBER and self._idem is not None
-                ):
-                    # A duplicate was written by an earlier attempt: that is success.
-                    self._finish(
-                        batch,
-                        base_offset=p.base_offset,
-                        append_time=p.log_append_time_ms,
-                        log_start_offset=p.log_start_offset,
-                    )
-                else:
-                    self._handle_partition_error(batch, p, endpoints, now)
-        if unasked:  # one line per answer, however many it names
-            log.warning(
-                "node %s answered for %d partition(s) not in the request (or twice): %s",
-                node_id,
-                len(unasked),
-                ", ".join(unasked[:5]) + (" ..." if len(unasked) > 5 else ""),
-            )
-        for batch in batches.values():  # the broker left these out of its answer
-            self._retry_or_fail(
-                batch, ProtocolError(f"node {node_id} sent no result for {batch.queue.tp}"), now
-            )
-
-    def _handle_partition_error(
-        self,
-        batch: ProducerBatch,
-        p: PartitionProduceResponse,
-        endpoints: dict[int, Node],
-        now: float,
-    ) -> None:
-        topic, partition = batch.queue.tp
-        message = p.error_message
-        if p.record_errors:
-            message = "; ".join(
-                f"record {e.batch_index}: {e.batch_index_error_message}" for e in p.record_errors
-            ) + (f" ({message})" if message else "")
-        error = error_from_response(p.error_code, topic=topic, partition=partition, message=message)
-        if self._idem is not None and p.error_code in (
-            OUT_OF_ORDER_SEQUENCE_NUMBER,
-            UNKNOWN_PRODUCER_ID,
-        ):
-            self._handle_sequence_error(batch, error, now)
-            return
-        if error.invalid_metadata:
-            leader = p.current_leader
-            if (
-                leader is None
-                or leader.leader_id < 0
-                or not self._metadata.move_leader(
-                    topic,
-                    partition,
-                    leader.leader_id,
-                    leader.leader_epoch,
-                    endpoints.get(leader.leader_id),
-                )
-            ):
-                self._metadata.request_update()
-        self._retry_or_fail(batch, error, now)
-
-    def _handle_sequence_error(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
-        assert self._idem is not None
-        if isinstance(error, OutOfOrderSequenceNumberError) and not self._idem.is_next_expected(
-            batch.queue.tp, batch.base_sequence
-        ):
-            # An earlier batch of this partition is not written yet (it is
-            # being retried): this one simply goes again after it.
-            self._requeue_or_fail(batch, error, now)
-            return
-        # The broker lost our producer state, or has a gap we cannot explain:
-        # start a new epoch once nothing is in flight, then number afresh.
-        self._idem.bump_needed = True
-        if self._txn is not None:
-            # In a transaction the gap spoils it: it must be aborted, and the
-            # abort starts the new epoch.
-            self._finish(batch, error=error)
-            return
-        log.warning("%s: starting a new producer epoch", error)
-        self._requeue_or_fail(batch, error, now)
-
     # -- producer id and epoch -------------------------------------------------------------
 
     def _producer_id_ready(self, now: float) -> bool:
         idem = self._idem
         assert idem is not None
-        if self._fatal is not None:
+        if self._out.fatal is not None:
             return False
         if idem.has_producer_id and not idem.bump_needed:
             return True
         if self._txn is not None:
             return False  # the transaction manager starts (and bumps) epochs
-        if idem.bump_needed and self._in_flight:
+        if idem.bump_needed and self._out.in_flight:
             return False  # a new epoch only once every request of the old one is answered
         if self._pid_task is None:
             self._pid_task = self._tasks.spawn(
@@ -554,7 +393,7 @@ class Sender:
         backoff = max(self._config.retry_backoff_ms, _MIN_LOOP_BACKOFF_MS) / 1000
         try:
             found = await fetch_producer_id(
-                self._client, self._idem, backoff, lambda: self._running, self._note_pid_error
+                self._client, self._idem, backoff, lambda: self._out.running, self._note_pid_error
             )
             if found is not None:
                 self._new_epoch(*found)
@@ -574,7 +413,7 @@ class Sender:
             if batch.base_sequence < 0:
                 continue
             if batch.maybe_written:
-                self._fail_queued(
+                self._out.fail_queued(
                     batch,
                     DeliveryOutcomeUnknownError(
                         f"{batch.count} record(s) for {batch.queue.tp.topic}"
@@ -597,17 +436,14 @@ class Sender:
     def _fail_fatally(self, error: KafkaError) -> None:
         """An error that no retry can fix: fail everything buffered, refuse new records."""
         log.error("fatal producer error: %s", error)
-        self._fatal = error
-        self._acc.fail_waiters(error)
-        for batch in self._acc.abort_undrained(error):
-            self.records_failed += batch.count
-            self.metrics.failed(batch.count, time.monotonic())
+        self._out.fatal = error
+        self._out.abort_undrained(error)
         self._on_fatal(error)
 
     def _abort_queued(self, error: KafkaError) -> None:
         """Fail every batch still waiting in a queue (its transaction is aborted)."""
         for batch in self._acc.queued_batches():
-            self._fail_queued(batch, error)
+            self._out.fail_queued(batch, error)
 
     def _fail_unauthenticated(self) -> None:
         """Fail what is buffered at once: retrying with the same credentials cannot help.
@@ -616,63 +452,13 @@ class Sender:
         """
         error, self._client.auth_error = self._client.auth_error, None
         assert error is not None
-        self._acc.fail_waiters(error)
-        for batch in self._acc.abort_undrained(error):
-            self.records_failed += batch.count
-            self.metrics.failed(batch.count, time.monotonic())
+        self._out.abort_undrained(error)
 
-    # -- outcomes ------------------------------------------------------------------------
-
-    def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
-        if error.retriable:
-            self._requeue_or_fail(batch, error, now)
-        else:
-            self._finish(batch, error=batch_errors.attach_tp(error, batch))
-
-    def _requeue_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
-        """Retry ``batch`` after a backoff if retries and delivery_timeout_ms allow."""
-        aborted = batch.queue.aborted
-        if aborted is not None:  # sent behind a batch that failed for good
-            self._finish(batch, error=batch_errors.aborted(batch, aborted))
-        elif self._can_retry(batch, now):
-            log.debug("retrying %r after %s", batch, error)
-            batch.last_error = error
-            self._in_flight.discard(batch)
-            self.records_retried += batch.count
-            self.metrics.retried(batch.count, now)
-            delay = backoff_delay(
-                self._config.retry_backoff_ms, self._config.retry_backoff_max_ms, batch.attempts + 1
-            )
-            self._acc.requeue(batch, now + delay)
-            if isinstance(error, KafkaConnectionError | KafkaTimeoutError):
-                self._metadata.request_update()
-        else:
-            self._finish(batch, error=self._final_error(batch, error, now))
-
-    def _final_error(self, batch: ProducerBatch, error: KafkaError, now: float) -> KafkaError:
-        """What a batch that may not be retried again fails with.
-
-        Past delivery_timeout_ms: a KafkaTimeoutError naming the last error, as when
-        it expires in its queue. A batch whose request may have been written (no
-        usable answer) says that its outcome is unknown. Else the error itself.
-        """
-        if now - batch.created >= self._config.delivery_timeout_ms / 1000:
-            return batch_errors.expired(batch, now, self._config.delivery_timeout_ms, error)
-        if batch.maybe_written and self._running and self._fatal is None:
-            return batch_errors.outcome_unknown(batch, error, self._config.retries)
-        return batch_errors.attach_tp(error, batch)
-
-    def _can_retry(self, batch: ProducerBatch, now: float) -> bool:
-        return (
-            self._running
-            and self._fatal is None
-            and batch.attempts < self._config.retries
-            and now - batch.created < self._config.delivery_timeout_ms / 1000
-        )
+    # -- expiry --------------------------------------------------------------------------
 
     def _expire(self, batch: ProducerBatch, now: float) -> None:
         cause = self._why_not_sent(batch)
-        self._fail_queued(
+        self._out.fail_queued(
             batch, batch_errors.expired(batch, now, self._config.delivery_timeout_ms, cause)
         )
 
@@ -693,59 +479,6 @@ class Sender:
         if leader < 0:
             return self._metadata.last_error
         return self._pid_error  # no producer id: nothing could be sent
-
-    def _fail_queued(self, batch: ProducerBatch, error: KafkaError) -> None:
-        """Fail a batch that is not in flight (expired, or unsafe under a new epoch)."""
-        self._acc.discard_queued(batch)
-        self._failed_for_good(batch, error)
-        self._acc.deallocate(batch)
-
-    def _sequence_gap(self, batch: ProducerBatch) -> None:
-        # A batch numbered but never written leaves a hole in its partition's
-        # sequence that the broker would refuse to step over: a new epoch
-        # starts the numbering again.
-        if self._idem is not None and batch.base_sequence >= 0 and self._fatal is None:
-            self._idem.bump_needed = True
-
-    def _finish(
-        self,
-        batch: ProducerBatch,
-        *,
-        base_offset: int = -1,
-        append_time: int = -1,
-        log_start_offset: int = -1,
-        error: BaseException | None = None,
-        unacknowledged: bool = False,
-    ) -> None:
-        if batch not in self._in_flight:
-            return  # already finished (e.g. aborted by stop before its answer came)
-        self._in_flight.discard(batch)
-        self._acc.in_flight_done(batch)
-        if unacknowledged:
-            batch.complete_unacknowledged()
-        elif error is None:
-            if self._idem is not None and batch.base_sequence >= 0:
-                self._idem.acknowledged(batch.queue.tp, batch.base_sequence, batch.count)
-            batch.complete(base_offset, append_time, log_start_offset)
-        else:
-            self._failed_for_good(batch, error)
-        self._acc.deallocate(batch)
-
-    def _failed_for_good(self, batch: ProducerBatch, error: BaseException) -> None:
-        self._sequence_gap(batch)
-        if self._txn is not None:
-            self._txn.batch_failed(error)
-        self.records_failed += batch.count
-        self.metrics.failed(batch.count, time.monotonic())
-        batch.fail(error)
-        q = batch.queue
-        if self._config.fail_partition_on_error and q.aborted is None and self._running:
-            # franz-go's rule: the records behind a failed one fail with it, so
-            # the partition never shows a gap. In-flight ones fail when they
-            # come back with an error; the partition resumes once they are in.
-            q.aborted = error
-            for behind in list(q.batches):
-                self._fail_queued(behind, batch_errors.aborted(behind, error))
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -31,6 +31,10 @@ stopped. Coordinator moves (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 COORDINATOR_LOAD_IN_PROGRESS), CONCURRENT_TRANSACTIONS and lost connections
 are retried with backoff, looking the coordinator up again where it may have
 moved.
+
+This module is the state machine and the producer's and sender's calls into it; each
+request is built, sent and checked in :mod:`aiokafka_lite.txn_requests`, through the
+coordinator lookups of :mod:`aiokafka_lite.coordinator`.
 """
 
 from __future__ import annotations
@@ -40,10 +44,10 @@ import collections.abc
 import enum
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from .accumulator import PartitionQueue, RecordAccumulator
-from .client import GROUP, TRANSACTION, NetworkClient
+from .client import NetworkClient
 from .config import ProducerConfig
 from .coordinator import Coordinators
 from .errors import (
@@ -54,33 +58,17 @@ from .errors import (
     KafkaTimeoutError,
     TransactionAbortedError,
     TransactionAbortRequiredError,
-    error_from_response,
 )
 from .idempotence import IdempotenceState
-from .offsets import offset_commit_topics, offset_topics, take_committed
-from .protocol.messages import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
-    AddPartitionsToTxnTopic,
-    EndTxnRequest,
-    EndTxnResponse,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-)
+from .offsets import offset_topics
 from .structs import OffsetAndMetadata, TopicPartition
 from .tasks import BackgroundTasks, Handle
+from .txn_requests import TxnRequests
 
 __all__ = ["TransactionManager", "TxnState"]
 
 log = logging.getLogger("aiokafka_lite.transaction")
 
-T = TypeVar("T")
-
-OPERATION_NOT_ATTEMPTED = 55
 # Codes after which no later transactional call can succeed (Java's fatal errors).
 _FATAL_CODES = frozenset(
     {
@@ -112,7 +100,8 @@ def is_fatal(error: BaseException) -> bool:
 
 
 class TransactionManager:
-    """Transaction state, coordinator requests, and which partitions are in the transaction.
+    """Transaction state, and which partitions are in the transaction (the requests
+    themselves: :class:`~aiokafka_lite.txn_requests.TxnRequests`).
 
     The sender consults :meth:`filter_ready` before draining; the producer's
     transactional methods call :meth:`begin`, :meth:`commit`, :meth:`abort`
@@ -148,6 +137,7 @@ class TransactionManager:
         self._adding: Handle[None] | None = None
         self._started = False  # the coordinator knows of this transaction
         self._coords = Coordinators(config, client, wakeup)
+        self._requests = TxnRequests(config, self._coords, idem)
         self._max_block = config.max_block_ms / 1000
 
     def __repr__(self) -> str:
@@ -214,7 +204,7 @@ class TransactionManager:
             if self.state is not TxnState.COMMITTING:
                 self._check_usable(op)  # raises, naming what broke the transaction
             if self._started:
-                await self._end_txn(commit=True)
+                await self._requests.end_txn(commit=True)
         except KafkaError as e:
             if is_fatal(e):
                 self._fail(e, fatal=True)
@@ -251,7 +241,7 @@ class TransactionManager:
             await self._adds_settled()
             confirmed = self._started
             if self._started:
-                await self._end_txn(commit=False)
+                await self._requests.end_txn(commit=False)
             if self.idem.bump_needed:
                 # A record failed after taking a sequence number: the broker
                 # would refuse the next one. A new epoch numbers from 0 again.
@@ -277,9 +267,9 @@ class TransactionManager:
         topics = offset_topics(offsets)
         self._enter(op)
         try:
-            await self._add_offsets(group_id)
+            await self._requests.add_offsets(group_id)
             self._started = True
-            await self._commit_offsets(group_id, topics)
+            await self._requests.commit_offsets(group_id, topics)
         except KafkaError as e:
             self._fail(e, fatal=is_fatal(e))
             raise
@@ -442,128 +432,22 @@ class TransactionManager:
     async def _add_pending(self) -> None:
         """One AddPartitionsToTxn for every pending partition; raises the first error."""
         tps = sorted(self._pending)
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in tps:
-            by_topic.setdefault(topic, []).append(partition)
-        request = AddPartitionsToTxnRequest(
-            v3_and_below_transactional_id=self.transactional_id,
-            v3_and_below_producer_id=self.idem.producer_id,
-            v3_and_below_producer_epoch=self.idem.epoch,
-            v3_and_below_topics=[AddPartitionsToTxnTopic(t, ps) for t, ps in by_topic.items()],
-        )
-        response: AddPartitionsToTxnResponse = await self._coords.request(
-            TRANSACTION, self.transactional_id, request
-        )
-        first: BrokerResponseError | None = None
-        for topic_result in response.results_by_topic_v3_and_below:
-            for p in topic_result.results_by_partition:
-                tp = TopicPartition(topic_result.name, p.partition_index)
-                if p.partition_error_code == 0:
-                    self._pending.discard(tp)
-                    self._added.add(tp)
-                    self._started = True
-                elif p.partition_error_code != OPERATION_NOT_ATTEMPTED:
-                    error = error_from_response(
-                        p.partition_error_code,
-                        topic=tp.topic,
-                        partition=tp.partition,
-                        message="AddPartitionsToTxn",
-                    )
-                    if first is None or not error.retriable:
-                        first = error
+        added, first = await self._requests.add_partitions(tps)
+        for tp in added:
+            self._pending.discard(tp)
+            self._added.add(tp)
+            self._started = True
         if first is not None:
-            self._coords.forget_on(first, TRANSACTION, self.transactional_id)
             raise first
         if self._pending.intersection(tps):
             raise KafkaConnectionError(
                 "AddPartitionsToTxn: the coordinator's answer left out some partitions"
             )
 
-    # -- offsets ------------------------------------------------------------------------
-
-    async def _add_offsets(self, group_id: str) -> None:
-        async def attempt() -> None:
-            response: AddOffsetsToTxnResponse = await self._coords.request(
-                TRANSACTION,
-                self.transactional_id,
-                AddOffsetsToTxnRequest(
-                    transactional_id=self.transactional_id,
-                    producer_id=self.idem.producer_id,
-                    producer_epoch=self.idem.epoch,
-                    group_id=group_id,
-                ),
-            )
-            self._coords.check(
-                response.error_code, TRANSACTION, self.transactional_id, "AddOffsetsToTxn"
-            )
-
-        await self._coords.retrying(f"AddOffsetsToTxn for group {group_id!r}", attempt)
-
-    async def _commit_offsets(
-        self, group_id: str, topics: dict[str, dict[int, OffsetAndMetadata]]
-    ) -> None:
-        remaining = {t: dict(ps) for t, ps in topics.items()}
-
-        async def attempt() -> None:
-            request = TxnOffsetCommitRequest(
-                transactional_id=self.transactional_id,
-                group_id=group_id,
-                producer_id=self.idem.producer_id,
-                producer_epoch=self.idem.epoch,
-                topics=offset_commit_topics(remaining),
-            )
-            response: TxnOffsetCommitResponse = await self._coords.request(GROUP, group_id, request)
-            first = take_committed(response, remaining, group_id)
-            if first is not None:
-                self._coords.forget_on(first, GROUP, group_id)
-                raise first
-            if remaining:
-                raise KafkaConnectionError("TxnOffsetCommit: the answer left out some partitions")
-
-        await self._coords.retrying(f"TxnOffsetCommit for group {group_id!r}", attempt)
-
-    # -- EndTxn, InitProducerId -------------------------------------------------------------
-
-    async def _end_txn(self, commit: bool) -> None:
-        what = "EndTxn(commit)" if commit else "EndTxn(abort)"
-
-        async def attempt() -> None:
-            response: EndTxnResponse = await self._coords.request(
-                TRANSACTION,
-                self.transactional_id,
-                EndTxnRequest(
-                    transactional_id=self.transactional_id,
-                    producer_id=self.idem.producer_id,
-                    producer_epoch=self.idem.epoch,
-                    committed=commit,
-                ),
-            )
-            self._coords.check(response.error_code, TRANSACTION, self.transactional_id, what)
-
-        await self._coords.retrying(what, attempt)
+    # -- producer id and epoch ------------------------------------------------------------
 
     async def _init_producer_id(self, bump: bool) -> None:
-        async def attempt() -> InitProducerIdResponse:
-            conn = await self._coords.connection(TRANSACTION, self.transactional_id)
-            version = conn.version_for(InitProducerIdRequest)
-            # v3+ names the current id and epoch; older brokers bump for any
-            # InitProducerId with a transactional id anyway.
-            resume = bump and version >= 3
-            request = InitProducerIdRequest(
-                transactional_id=self.transactional_id,
-                transaction_timeout_ms=self._config.transaction_timeout_ms,
-                producer_id=self.idem.producer_id if resume else -1,
-                producer_epoch=self.idem.epoch if resume else -1,
-            )
-            response: InitProducerIdResponse = await self._coords.send(
-                conn, request, version, TRANSACTION, self.transactional_id
-            )
-            self._coords.check(
-                response.error_code, TRANSACTION, self.transactional_id, "InitProducerId"
-            )
-            return response
-
-        response = await self._coords.retrying("InitProducerId", attempt)
+        response = await self._requests.init_producer_id(bump)
         self.idem.set_producer_id(response.producer_id, response.producer_epoch)
         log.info(
             "transactional id %r: producer id %s epoch %s",

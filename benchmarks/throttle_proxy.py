@@ -1,6 +1,6 @@
 """A TCP proxy that lets client -> server bytes through at no more than ``--rate`` bytes/s.
 
-Used by ``bench.py``'s W5 ("memory") to make the broker absorb less than a client can
+Used by ``benchmarks.bench``'s W5 ("memory") to make the broker absorb less than a client can
 produce: the broker advertises this proxy's port, so every request passes through it.
 Run from the repository root::
 
@@ -14,7 +14,7 @@ It prints ``listening on HOST:PORT`` (one line on stdout) once it accepts connec
   for its tokens, writes it upstream and waits for the write buffer to drain before it
   reads again, so bytes pile up in the *client's* socket and memory, never in the proxy.
 * Server -> client bytes (the responses) are forwarded unthrottled.
-* SIGUSR1 lifts the limit for good (bench.py sends it when a timed window is over, so
+* SIGUSR1 lifts the limit for good (benchmarks.bench sends it when a timed window is over, so
   that the records still buffered drain in a second instead of at the throttled rate).
   SIGINT / SIGTERM stop the proxy.
 """

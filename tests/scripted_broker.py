@@ -39,18 +39,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from aiokafka_lite.protocol.admin import CreateTopicsRequest
 from aiokafka_lite.protocol.codec import Request, Response, decode, encode
-from aiokafka_lite.protocol.messages import (
+from aiokafka_lite.protocol.handshake import (
     ApiVersion,
     ApiVersionsRequest,
     ApiVersionsResponse,
-    CreateTopicsRequest,
-    InitProducerIdRequest,
-    MetadataRequest,
-    ProduceRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
 )
+from aiokafka_lite.protocol.metadata import MetadataRequest
+from aiokafka_lite.protocol.produce import ProduceRequest
+from aiokafka_lite.protocol.transactions import InitProducerIdRequest
 
 __all__ = [
     "CLOSE",

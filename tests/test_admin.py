@@ -26,20 +26,22 @@ from aiokafka_lite import (
 )
 from aiokafka_lite.admin import fetch_committed_offsets
 from aiokafka_lite.errors import KafkaTimeoutError
-from aiokafka_lite.protocol.codec import decode
-from aiokafka_lite.protocol.messages import (
-    Coordinator,
+from aiokafka_lite.protocol.admin import (
     CreatableTopicResult,
     CreateTopicsResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
+from aiokafka_lite.protocol.codec import decode
+from aiokafka_lite.protocol.metadata import (
+    Coordinator,
     FindCoordinatorResponse,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
 )
 
 METADATA, CREATE_TOPICS = 3, 19

@@ -27,31 +27,35 @@ from kafka.protocol.producer import ProduceRequest as KpProduceRequest
 from kafka.protocol.producer import ProduceResponse as KpProduceResponse
 
 from aiokafka_lite.protocol import DecodeError, decode, encode, frames
+from aiokafka_lite.protocol.admin import CreateTopicsRequest
 from aiokafka_lite.protocol.codec import F, Message, Request, Response, write_uvarint
-from aiokafka_lite.protocol.messages import (
+from aiokafka_lite.protocol.handshake import (
     ApiVersion,
     ApiVersionsRequest,
     ApiVersionsResponse,
-    BatchIndexAndErrorMessage,
-    CreateTopicsRequest,
     FinalizedFeatureKey,
-    InitProducerIdRequest,
-    LeaderIdAndEpoch,
+    SupportedFeatureKey,
+)
+from aiokafka_lite.protocol.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
+)
+from aiokafka_lite.protocol.produce import (
+    BatchIndexAndErrorMessage,
+    LeaderIdAndEpoch,
     NodeEndpoint,
     PartitionProduceData,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
-    SupportedFeatureKey,
     TopicProduceData,
     TopicProduceResponse,
 )
+from aiokafka_lite.protocol.transactions import InitProducerIdRequest
 
 INT32_MIN = -(2**31)
 

@@ -43,11 +43,7 @@ from aiokafka_lite.client import NetworkClient
 from aiokafka_lite.compression import ATTR_CODEC_MASK, CODEC_NAMES, Codec, get_codec
 from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.errors import ConfigError, UnsupportedCodecError
-from aiokafka_lite.protocol.messages import (
-    PartitionProduceData,
-    ProduceRequest,
-    TopicProduceData,
-)
+from aiokafka_lite.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from aiokafka_lite.records import BATCH_HEADER_SIZE, RecordBatchBuilder
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")

@@ -56,14 +56,15 @@ from aiokafka_lite.errors import (
     UnsupportedVersionError,
 )
 from aiokafka_lite.protocol.codec import encode
-from aiokafka_lite.protocol.messages import (
-    ApiVersionsRequest,
-    ApiVersionsResponse,
+from aiokafka_lite.protocol.handshake import ApiVersionsRequest, ApiVersionsResponse
+from aiokafka_lite.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
+)
+from aiokafka_lite.protocol.produce import (
     PartitionProduceData,
     PartitionProduceResponse,
     ProduceRequest,

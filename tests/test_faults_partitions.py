@@ -24,16 +24,18 @@ from scripted_broker import ReceivedRequest, ScriptedBroker, answer
 from test_faults_checks import Outcome, check_fault_outcome, value
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.protocol.messages import (
-    InitProducerIdResponse,
+from aiokafka_lite.protocol.metadata import (
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
+)
+from aiokafka_lite.protocol.produce import (
     PartitionProduceResponse,
     ProduceResponse,
     TopicProduceResponse,
 )
+from aiokafka_lite.protocol.transactions import InitProducerIdResponse
 
 TOPIC = "growing"
 NODE = 1

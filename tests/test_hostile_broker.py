@@ -39,7 +39,7 @@ from aiokafka_lite.errors import (
     ProtocolError,
     UnsupportedVersionError,
 )
-from aiokafka_lite.protocol.messages import (
+from aiokafka_lite.protocol.produce import (
     PartitionProduceResponse,
     ProduceResponse,
     TopicProduceResponse,

@@ -19,7 +19,7 @@ from txnlog import read_log_async
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import KafkaTimeoutError, PartitionAbortedError
-from aiokafka_lite.protocol.messages import InitProducerIdRequest
+from aiokafka_lite.protocol.transactions import InitProducerIdRequest
 
 
 @pytest.fixture

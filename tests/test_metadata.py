@@ -21,7 +21,7 @@ from aiokafka_lite.cluster import NO_LEADER, Cluster, Node, PartitionInfo
 from aiokafka_lite.config import ProducerConfig, parse_bootstrap
 from aiokafka_lite.errors import KafkaConnectionError, KafkaTimeoutError
 from aiokafka_lite.metadata import Metadata
-from aiokafka_lite.protocol.messages import (
+from aiokafka_lite.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
     MetadataResponseBroker,

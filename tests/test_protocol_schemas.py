@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite.protocol import codec, messages
+from aiokafka_lite import protocol
+from aiokafka_lite.protocol import codec
 from aiokafka_lite.protocol.codec import F, Message
 
 DATA = Path(__file__).parent / "data" / "kafka-protocol"
@@ -48,7 +49,7 @@ def check_fields(cls: type[Message], fields: list[dict[str, Any]]) -> None:
         assert spec.tag == field.get("tag"), where
         if "fields" in field:
             inner = field["type"].removeprefix("[]")
-            check_fields(getattr(messages, inner), field["fields"])
+            check_fields(getattr(protocol, inner), field["fields"])
 
 
 PAIRS = [
@@ -77,7 +78,7 @@ PAIRS += [
 @pytest.mark.parametrize("name", [n for pair in PAIRS for n in pair])
 def test_declaration_matches_schema(name: str) -> None:
     schema = load_schema(name)
-    cls = getattr(messages, name)
+    cls = getattr(protocol, name)
     assert schema["apiKey"] == cls.API_KEY
     if schema["flexibleVersions"] == "none":
         assert cls.FLEXIBLE_SINCE > 0x7FFE  # never flexible
@@ -92,9 +93,9 @@ def test_declaration_matches_schema(name: str) -> None:
 @pytest.mark.parametrize(("req", "resp"), PAIRS)
 def test_every_version_round_trips(req: str, resp: str) -> None:
     """Default-valued messages encode and decode back to themselves at every version."""
-    req_cls = getattr(messages, req)
+    req_cls = getattr(protocol, req)
     for version in range(req_cls.MIN_VERSION, req_cls.MAX_VERSION + 1):
-        for cls in (req_cls, getattr(messages, resp)):
+        for cls in (req_cls, getattr(protocol, resp)):
             msg = cls()
             data = bytes(codec.encode(msg, version))
             decoded, end = codec.decode(cls, version, data)
@@ -119,13 +120,13 @@ def test_offset_fetch_wire_format() -> None:
     def i64(n: int) -> bytes:
         return n.to_bytes(8, "big", signed=True)
 
-    topic = messages.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 2])
-    request = messages.OffsetFetchRequest(group_id="g", topics=[topic], require_stable=True)
+    topic = protocol.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 2])
+    request = protocol.OffsetFetchRequest(group_id="g", topics=[topic], require_stable=True)
     v1 = i16(1) + b"g" + i32(1) + i16(1) + b"t" + i32(2) + i32(0) + i32(2)
     assert bytes(codec.encode(request, 1)) == v1  # require_stable is not in v1
     v7 = b"\x02g" + b"\x02" + b"\x02t" + b"\x03" + i32(0) + i32(2) + b"\x00" + b"\x01" + b"\x00"
     assert bytes(codec.encode(request, 7)) == v7
-    all_topics = messages.OffsetFetchRequest(group_id="g", topics=None)
+    all_topics = protocol.OffsetFetchRequest(group_id="g", topics=None)
     assert bytes(codec.encode(all_topics, 2)) == i16(1) + b"g" + i32(-1)
     assert bytes(codec.encode(all_topics, 7)) == b"\x02g" + b"\x00" + b"\x00" + b"\x00"
 
@@ -140,7 +141,7 @@ def test_offset_fetch_wire_format() -> None:
         + (i32(2) + i64(-1) + i32(-1) + i16(-1) + i16(0))  # null metadata
         + i16(0)  # top-level error_code
     )
-    decoded, end = codec.decode(messages.OffsetFetchResponse, 5, v5)
+    decoded, end = codec.decode(protocol.OffsetFetchResponse, 5, v5)
     assert end == len(v5)
     [t] = decoded.topics
     assert t.name == "t"
@@ -159,7 +160,7 @@ def test_offset_fetch_wire_format() -> None:
         + i16(16)  # NOT_COORDINATOR
         + b"\x00"
     )
-    decoded, end = codec.decode(messages.OffsetFetchResponse, 7, v7_response)
+    decoded, end = codec.decode(protocol.OffsetFetchResponse, 7, v7_response)
     assert end == len(v7_response)
     assert decoded.error_code == 16
     assert decoded.topics[0].partitions[0].error_code == 88

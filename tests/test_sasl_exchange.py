@@ -29,19 +29,20 @@ from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.connection import BrokerConnection
 from aiokafka_lite.errors import AuthenticationFailedError
-from aiokafka_lite.protocol.messages import (
-    InitProducerIdResponse,
+from aiokafka_lite.protocol.handshake import SaslAuthenticateResponse, SaslHandshakeResponse
+from aiokafka_lite.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
+)
+from aiokafka_lite.protocol.produce import (
     PartitionProduceResponse,
     ProduceResponse,
-    SaslAuthenticateResponse,
-    SaslHandshakeResponse,
     TopicProduceResponse,
 )
+from aiokafka_lite.protocol.transactions import InitProducerIdResponse
 from aiokafka_lite.security import OAuthToken, Security
 
 PRODUCE, METADATA, HANDSHAKE, AUTHENTICATE, API_VERSIONS = 0, 3, 17, 36, 18

@@ -28,7 +28,7 @@ from aiokafka_lite.errors import (
     ProtocolError,
     RequestEncodingError,
 )
-from aiokafka_lite.protocol.messages import (
+from aiokafka_lite.protocol.produce import (
     PartitionProduceResponse,
     ProduceResponse,
     TopicProduceResponse,
@@ -206,7 +206,7 @@ async def test_an_init_producer_id_that_raises_is_retried_with_backoff_and_recor
     task must neither die silently nor be restarted in a busy loop; the records expire
     with the cause named."""
     from aiokafka_lite.connection import BrokerConnection
-    from aiokafka_lite.protocol.messages import InitProducerIdRequest
+    from aiokafka_lite.protocol.transactions import InitProducerIdRequest
 
     original = BrokerConnection.version_for
     calls = 0

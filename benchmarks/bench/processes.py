@@ -1,0 +1,165 @@
+"""Process isolation: each run in a fresh interpreter, against brokers started here.
+
+Every (workload, client) run is a fresh ``python -m benchmarks.bench --worker SPEC``
+subprocess with a fresh topic, so no client's imports, threads, memory or garbage affect
+another's figures. The parent reads the worker's result line, and the broker's CPU time
+over the run. W5 runs against a fresh broker behind ``throttle_proxy.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from .measure import RESULT_PREFIX, RunResult, new_result
+from .workloads import PURE_SUFFIX, W6_CREATE_CHUNK, WORKER_OVERHEAD_S, WorkerSpec
+
+BENCHMARKS = Path(__file__).resolve().parent.parent  # benchmarks/
+PROXY_SCRIPT = BENCHMARKS / "throttle_proxy.py"
+
+
+def unthrottle(proxy_pid: int | None) -> None:
+    """Tell W5's proxy that the window is over: let the remaining bytes through at once."""
+    if proxy_pid is not None and hasattr(signal, "SIGUSR1"):
+        with contextlib.suppress(OSError):
+            os.kill(proxy_pid, signal.SIGUSR1)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from aiokafka_lite import NewTopic, create_topics
+
+    asyncio.run(create_topics(bootstrap, [NewTopic(topic, partitions)]))
+
+
+def create_many_topics(bootstrap: str, names: Sequence[str], partitions: int) -> None:
+    """W6's topics, ``W6_CREATE_CHUNK`` per CreateTopics request."""
+    from aiokafka_lite import NewTopic, create_topics
+
+    async def create_all() -> None:
+        for i in range(0, len(names), W6_CREATE_CHUNK):
+            chunk = names[i : i + W6_CREATE_CHUNK]
+            await create_topics(bootstrap, [NewTopic(n, partitions) for n in chunk])
+
+    asyncio.run(create_all())
+
+
+def broker_cpu_s(pid: int | None) -> float | None:
+    try:
+        times = importlib.import_module("psutil").Process(pid).cpu_times()
+    except Exception:
+        return None
+    return float(times.user + times.system)
+
+
+def parse_worker_output(spec: WorkerSpec, proc: subprocess.CompletedProcess[str]) -> RunResult:
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            result = RunResult.from_json(json.loads(line[len(RESULT_PREFIX) :]))
+            if not result.ok and proc.stderr.strip():
+                result.errors.append("stderr tail: " + proc.stderr.strip()[-800:])
+            return result
+    result = new_result(spec, status="FAILED")
+    result.errors.append(f"worker exited {proc.returncode} without a result")
+    result.errors.append("stderr tail: " + proc.stderr.strip()[-800:])
+    return result
+
+
+def run_worker(spec: WorkerSpec, broker_pid: int | None) -> RunResult:
+    """Run one (workload, client) in a fresh interpreter and collect its result line."""
+    package = __name__.rpartition(".")[0]  # benchmarks.bench, as -m runs it
+    command = [sys.executable, "-m", package, "--worker", json.dumps(asdict(spec))]
+    env = dict(os.environ)
+    # The worker imports this package as the parent did (same working directory and
+    # PYTHONPATH); the repository root comes last, so that it is found from anywhere.
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (env.get("PYTHONPATH", ""), str(BENCHMARKS.parent)) if p
+    )
+    if spec.client.endswith(PURE_SUFFIX):
+        env["AIOKAFKA_LITE_NO_EXTENSIONS"] = "1"
+    cpu_before = broker_cpu_s(broker_pid)
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=spec.deadline_s + WORKER_OVERHEAD_S,
+            check=False,
+            env=env,
+        )
+    except subprocess.TimeoutExpired as exc:
+        result = new_result(spec, status="FAILED")
+        result.errors.append(f"worker killed after {exc.timeout:g} s (hung?)")
+        raw = exc.stderr or b""  # bytes even with text=True (documented)
+        stderr = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+        if stderr:
+            result.errors.append("stderr tail: " + stderr.strip()[-800:])
+    else:
+        result = parse_worker_output(spec, proc)
+    result.wall_s = time.perf_counter() - started
+    cpu_after = broker_cpu_s(broker_pid)
+    if cpu_before is not None and cpu_after is not None:
+        result.broker_cpu_s = cpu_after - cpu_before
+    return result
+
+
+def run_one(spec: WorkerSpec, partitions: int, broker_pid: int | None) -> RunResult:
+    """Create the run's own topic, then run the worker; a failed create fails only this run."""
+    if spec.wl.topics == 1:
+        try:
+            create_topic(spec.bootstrap, spec.topic, partitions)
+        except Exception as exc:
+            result = new_result(spec, status="FAILED")
+            result.errors.append(f"create_topics failed: {type(exc).__name__}: {exc}")
+            return result
+    return run_worker(spec, broker_pid)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def throttled_broker(rate: float) -> Iterator[tuple[str, int | None, int]]:
+    """A fresh broker behind ``throttle_proxy.py``: (bootstrap via the proxy, broker pid,
+    proxy pid). The broker advertises the proxy's port, so all traffic passes through it."""
+    from aiokafka_lite.embedded import EmbeddedBroker
+
+    broker_port = free_port()
+    proxy = subprocess.Popen(
+        [
+            *(sys.executable, str(PROXY_SCRIPT)),
+            *("--rate", str(rate), "--target", f"127.0.0.1:{broker_port}"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proxy.stdout is not None
+        line = proxy.stdout.readline().strip()  # "listening on HOST:PORT"
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"throttle proxy did not start (said {line!r})")
+        proxy_port = int(line.rpartition(":")[2])
+        with EmbeddedBroker(port=broker_port, advertised_port=proxy_port) as broker:
+            yield f"127.0.0.1:{proxy_port}", broker.pid, proxy.pid
+    finally:
+        proxy.terminate()
+        try:
+            proxy.wait(5)
+        except subprocess.TimeoutExpired:
+            proxy.kill()
+            proxy.wait()

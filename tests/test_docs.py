@@ -171,6 +171,8 @@ def test_runnable_python_block(block: Block, bootstrap: str, tmp_path: Path) -> 
         check=False,
     )
     assert proc.returncode == 0, f"{block.where} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    # An example that leaves a failed future unread teaches users to lose errors.
+    assert "never retrieved" not in proc.stderr, f"{block.where}:\n{proc.stderr[-3000:]}"
 
 
 # -- bash: every command has a rule -----------------------------------------------------------

@@ -164,7 +164,7 @@ def test_runnable_python_block(block: Block, bootstrap: str, tmp_path: Path) -> 
     proc = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
-        env={**dict(os.environ), "PYTHONPATH": str(REPO_ROOT)},
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
         text=True,
         timeout=120,
@@ -210,7 +210,7 @@ def help_text(*command: str) -> str:
     proc = subprocess.run(
         [*command, "--help"],
         cwd=REPO_ROOT,
-        env={**dict(os.environ), "PYTHONPATH": str(REPO_ROOT)},
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
         text=True,
         timeout=60,
@@ -275,7 +275,7 @@ def check_uvicorn(args: list[str]) -> None:
 def check_python_c(code: str) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", code],
-        env={**dict(os.environ), "PYTHONPATH": str(REPO_ROOT)},
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True,
         text=True,
         timeout=60,

@@ -125,3 +125,22 @@ def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     proc = build(tmp_path, tmp_path / "site")
     assert proc.returncode != 0
     assert "missing.md" in proc.stderr
+
+
+def test_the_protocol_versions_stated_are_the_ones_declared() -> None:
+    """The "ours" column of the status tables (docs/index.md, README.md) is what the
+    request declarations allow, so a new version is not left out of what users read."""
+    from aiokafka_lite.protocol import messages
+
+    for page in (DOCS / "index.md", REPO_ROOT / "README.md"):
+        table = [r for r in rows(page.read_text()) if len(r) == 4 and r[0] != "API"]
+        assert len(table) >= 6, page
+        for api_cell, ours, *_ in table:
+            apis = [a.strip() for a in api_cell.split(",")]
+            ranges = [v.strip() for v in ours.split(",")]
+            assert len(apis) == len(ranges), api_cell
+            for api, stated in zip(apis, ranges, strict=True):
+                request = getattr(messages, f"{api}Request")
+                low, high = request.MIN_VERSION, request.MAX_VERSION
+                declared = f"v{low}" if low == high else f"v{low}-v{high}"
+                assert stated == declared, f"{page.name}: {api} is {declared}, not {stated}"

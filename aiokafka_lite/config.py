@@ -1,7 +1,7 @@
 """Producer configuration: one validated, immutable object.
 
 Field names are aiokafka's constructor names; defaults follow the current Java
-client where the two differ (see the README's table). Validation is msgspec's:
+client where the two differ (see docs/migration.md). Validation is msgspec's:
 each field's type and range is declared once here, and a bad value raises
 :class:`~aiokafka_lite.errors.ConfigError` naming the field.
 """
@@ -226,8 +226,8 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             raise ConfigError(_describe(e)) from None
 
 
-# One line per option for the README's reference table (tests/test_readme.py
-# checks that the table lists exactly these options with their defaults).
+# One line per option for the configuration reference, generated from these at every docs
+# build (docs/hooks/reference.py; tests/test_docs_reference.py checks it lists every option).
 FIELD_DOCS: dict[str, str] = {
     "bootstrap_servers": "`host:port` list (string with commas, or a list) to bootstrap from",
     "client_id": (

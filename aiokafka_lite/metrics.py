@@ -24,7 +24,7 @@ __all__ = ["METRIC_DOCS", "ProducerMetrics", "Windowed"]
 WINDOW_S = 30.0
 _BUCKETS = 10
 
-# name -> what it measures; the README's metric table is written from this.
+# name -> what it measures; the docs' metric table is generated from this (docs/metrics.md).
 METRIC_DOCS: dict[str, str] = {
     "record-send-rate": "records sent per second (counted when their request goes out)",
     "record-send-total": "records sent (a retried record counts again)",

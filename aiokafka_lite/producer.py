@@ -178,7 +178,7 @@ class BatchBuilder:
 
 
 class AIOKafkaProducer(Generic[K, V]):
-    """An asyncio Kafka producer; see the README for every option and its default."""
+    """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
 
     def __init__(
         self,

@@ -544,7 +544,7 @@ async def test_compiled_futures_add_no_tracked_object_per_record() -> None:
 
 
 async def test_compiled_future_is_not_an_asyncio_future_instance() -> None:
-    """The one difference user code can see (README's migration table says so)."""
+    """The one difference user code can see (docs/migration.md's table says so)."""
     rf = delivery.RecordFutures(asyncio.get_running_loop())
     fut = rf.add(0, 0)
     assert asyncio.isfuture(fut)

@@ -1,4 +1,4 @@
-"""``examples/quickstart.py``, run as README tells users to: ``python examples/quickstart.py``.
+"""``examples/quickstart.py``, run as the docs tell users to: ``python examples/quickstart.py``.
 
 What it wrote is read back with confluent-kafka (tests/readers.py), never our decoder.
 """

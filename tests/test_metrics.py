@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import pytest
 from conftest import TopicFactory
@@ -137,12 +136,6 @@ async def test_retries_and_errors_are_counted() -> None:
         assert m["record-error-total"] == 5
         assert m["record-error-rate"] > 0
         assert m["requests-in-flight"] == 0
-
-
-def test_readme_lists_every_metric() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    for name, doc in METRIC_DOCS.items():
-        assert f"| `{name}` | {doc} |" in readme
 
 
 async def test_queue_time_includes_the_linger(bootstrap: str, topic_factory: TopicFactory) -> None:

@@ -633,7 +633,7 @@ def test_exactly_once_failed_row_aborts_and_does_not_commit_the_batch(
     assert view.open == []
     assert sorted({t for _, t in view.markers}) == [ABORT, COMMIT]
     # Tansu writes the markers but answers Fetch with no aborted_transactions, so a
-    # read_committed consumer there sees the aborted rows too (README, txnlog.py): it
+    # read_committed consumer there sees the aborted rows too (docs/transactions.md, txnlog.py): it
     # cannot be asked for "exactly 0..59 once". It must see every committed row, and
     # anything beyond one of each must be an aborted row.
     committed = read_all_confluent(

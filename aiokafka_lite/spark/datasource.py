@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KafkaArrowWriter", "KafkaCommitMessage", "KafkaDataSource", "KafkaStreamArrowWriter"]
 
-# The Spark sink logs as one documented logger, the package's (README, "Logging").
+# The Spark sink logs as one documented logger, the package's (docs/logging.md).
 _log = logging.getLogger("aiokafka_lite.spark")
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SINK_GROUP_PREFIX", "write_exactly_once"]
 
-# The Spark sink logs as one documented logger, the package's (README, "Logging").
+# The Spark sink logs as one documented logger, the package's (docs/logging.md).
 _log = logging.getLogger("aiokafka_lite.spark")
 
 #: the consumer group whose committed offset records a writer's last committed batch id

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KafkaBatchWriter", "kafka_batch_writer", "write_to_kafka"]
 
-# The Spark sink logs as one documented logger, the package's (README, "Logging").
+# The Spark sink logs as one documented logger, the package's (docs/logging.md).
 _log = logging.getLogger("aiokafka_lite.spark")
 
 

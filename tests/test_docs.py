@@ -297,6 +297,8 @@ def check_command(argv: list[str]) -> None:
         check_cli(args[2:])
     elif cmd == "python" and args[:2] == ["-m", "pytest"]:
         check_pytest(args[2:])
+    elif cmd == "python" and args[:2] == ["-m", "benchmarks.bench"]:
+        check_options((sys.executable, "-m", "benchmarks.bench"), args[2:])
     elif cmd == "python" and args[:1] == ["-c"]:
         check_python_c(args[1])
     elif cmd == "python" and args and args[0].endswith(".py"):

@@ -32,6 +32,15 @@ cdef object _CancelledError = asyncio.CancelledError
 cdef object _InvalidStateError = asyncio.InvalidStateError
 cdef object _RecordMetadata = RecordMetadata
 
+# Bytes one pending record's delivery holds (see delivery.RECORD_MEMORY; ~194 measured
+# by benchmarks/record_memory.py): its RecordFuture (120, GC header included: delta and
+# timestamp are C fields), its slot in the batch's list (8, and 4 as the list grows ahead
+# of use) and the Context of one done callback (64: an ``await``, ``gather`` or
+# ``add_done_callback``).
+RECORD_MEMORY = 120 + 8 + 4 + 64
+# Bytes a batch's RecordFutures holds besides its records': the object (64), its list (56).
+FUTURES_MEMORY = 64 + 56
+
 
 cdef extern from "Python.h":
     void PyObject_GC_Track(void* op)
@@ -370,6 +379,13 @@ cdef class RecordFutures:
         result.log_start_offset = log_start_offset
         self._settle(BATCH, result)
 
+    def complete_none(self):
+        """Resolve every future to None (acks=0: the broker says nothing about the batch)."""
+        if self.settled:
+            return
+        self.settled = True
+        self._settle(FINISHED, None)
+
     def fail(self, exc):
         """Fail every future not done yet with ``exc``."""
         if self.settled:
@@ -396,7 +412,7 @@ cdef class RecordFutures:
                 ready.append(fut._ctx0)
                 ready.append(fut._callbacks)
                 fut._cb0 = fut._ctx0 = fut._callbacks = None
-                if state == BATCH:
+                if state != FAILED:
                     _untrack(fut)  # its callbacks are gone: nothing left to form a cycle
         self.futures = []  # the batch may be kept a while: not its records' futures
         if ready is not None:

@@ -93,8 +93,34 @@ _FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_F
 
 _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 
-# Bound once: send() calls it on every record to catch use from a wrong loop.
 _running_loop = asyncio.get_running_loop
+# send() compares it with the thread id of the producer's loop on every record:
+# asyncio.get_running_loop() makes a getpid() syscall (to notice forks) on every call.
+_get_ident = threading.get_ident
+
+
+class _NotChecked:
+    """What send() compares with before its first full loop check: matches no thread."""
+
+    _thread_id = None
+
+
+class _RunningLoopThread:
+    """For loops that keep their thread private (uvloop): ``_thread_id`` is the caller's
+    thread id when ``loop`` is the loop running in it, else None (the full check's cost)."""
+
+    __slots__ = ("_loop",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    @property
+    def _thread_id(self) -> int | None:
+        try:
+            running = _running_loop()
+        except RuntimeError:
+            return None
+        return _get_ident() if running is self._loop else None
 
 
 class BatchBuilder:
@@ -179,6 +205,9 @@ class BatchBuilder:
 
 class AIOKafkaProducer(Generic[K, V]):
     """An asyncio Kafka producer; see the README for every option and its default."""
+
+    # What send()'s loop check compares (see _check_send): set by its first full check.
+    _send_loop: Any = _NotChecked
 
     def __init__(
         self,
@@ -557,8 +586,8 @@ class AIOKafkaProducer(Generic[K, V]):
         most ``max_block_ms``. Errors about this record (too large, bad
         partition, serializer failure) raise here and affect nothing else.
         """
-        if self._state != _STARTED or _running_loop() is not self._loop:
-            self._check_running()
+        if self._state != _STARTED or self._send_loop._thread_id != _get_ident():
+            self._check_send()
         if self._wrapped:  # a transaction to check, or interceptors to run
             self._check_transactional_send()
             if self._interceptors:
@@ -616,6 +645,22 @@ class AIOKafkaProducer(Generic[K, V]):
         if self._interceptors:
             fut.add_done_callback(self._acknowledge)
         return fut
+
+    def _check_send(self) -> None:
+        """send()'s full check (raises unless started and in its loop), then what the
+        per-record check compares from now on.
+
+        An asyncio loop's ``_thread_id`` is the id of the thread running it (None when it
+        is not running). Equal to the caller's exactly when this loop is the one running
+        in the caller's thread (asyncio runs one loop per thread at a time), so comparing
+        the two is the full check at the cost of an attribute read and ``get_ident()``.
+        """
+        self._check_running()
+        loop = self._loop
+        assert loop is not None  # started
+        self._send_loop = (
+            loop if isinstance(loop, asyncio.BaseEventLoop) else _RunningLoopThread(loop)
+        )
 
     def _acknowledge(self, fut: asyncio.Future[RecordMetadata]) -> None:
         if fut.cancelled():

@@ -58,10 +58,17 @@ def expected(i: int, base: int = BASE_OFFSET, append_time: int = -1) -> RecordMe
 class Batch:
     """One batch's futures, resolved together."""
 
-    def __init__(self, futures: list[Any], complete: Callable[..., None], fail: Any) -> None:
+    def __init__(
+        self,
+        futures: list[Any],
+        complete: Callable[..., None],
+        fail: Any,
+        complete_none: Callable[[], None],
+    ) -> None:
         self.futures = futures
         self.complete = complete
         self.fail = fail
+        self.complete_none = complete_none  # acks=0: every future resolves to None
 
 
 class ReferenceKit:
@@ -81,7 +88,12 @@ class ReferenceKit:
                 if not f.done():
                     f.set_exception(exc)
 
-        return Batch(futures, complete, fail)
+        def complete_none() -> None:
+            for f in futures:
+                if not f.done():
+                    f.set_result(None)
+
+        return Batch(futures, complete, fail, complete_none)
 
 
 class OurKit:
@@ -97,7 +109,7 @@ class OurKit:
         def complete(base: int = BASE_OFFSET, append_time: int = -1) -> None:
             rf.complete(TP, base, append_time, LOG_START)
 
-        return Batch(futures, complete, rf.fail)
+        return Batch(futures, complete, rf.fail, rf.complete_none)
 
 
 Scenario = Callable[[Any], Awaitable[list[Any]]]
@@ -110,7 +122,8 @@ def outcome(fut: Any) -> Any:
     exc = fut.exception()
     if exc is not None:
         return ("raised", type(exc).__name__, exc.args)
-    return ("result", tuple(fut.result()))
+    result = fut.result()
+    return ("result", None if result is None else tuple(result))
 
 
 async def side_by_side(cls: Any, scenario: Scenario) -> list[Any]:
@@ -378,6 +391,27 @@ async def acks_zero_and_log_append_time(kit: Any) -> list[Any]:
     return [outcome(f) for f in acks0.futures + appended.futures]
 
 
+async def acks_zero_resolves_to_none(kit: Any) -> list[Any]:
+    """acks=0 (as aiokafka): no answer, every future resolves to None, exactly once."""
+    batch, later = kit.batch(3), kit.batch(1)
+    f0, f1, f2 = batch.futures
+    calls: list[Any] = []
+    f0.add_done_callback(lambda f: calls.append(("f0", f.result())))
+    f2.cancel()
+    batch.complete_none()
+    batch.fail(OSError("too late"))  # the first outcome wins
+    batch.complete()
+    trace: list[Any] = [[f.done() for f in batch.futures], list(calls)]
+    trace.append(await f1)  # done already: no suspension, so the callback has not run
+    trace.append([outcome(f) for f in batch.futures])
+    await settle()
+    trace.append(calls)
+    later.fail(OSError("first"))
+    later.complete_none()
+    trace.append(outcome(later.futures[0]))
+    return trace
+
+
 async def never_retrieved(kit: Any) -> list[Any]:
     loop = asyncio.get_running_loop()
     reported: list[Any] = []
@@ -417,6 +451,7 @@ SCENARIOS: list[Scenario] = [
     failed_batch,
     resolved_once,
     acks_zero_and_log_append_time,
+    acks_zero_resolves_to_none,
     never_retrieved,
 ]
 
@@ -475,6 +510,14 @@ async def test_metadata_values(cls: Any) -> None:
         ("result", tuple(expected(1, 50, 123_456))),
     ]
     assert trace[0][1][3] == -1 and trace[3][1][3:6] == (51, 123_456, 1)
+    assert await side_by_side(cls, acks_zero_resolves_to_none) == [
+        [True, True, True],
+        [],
+        None,
+        [("result", None), ("result", None), ("cancelled",)],
+        [("f0", None)],
+        ("raised", "OSError", ("first",)),
+    ]
 
 
 # -- garbage collector -----------------------------------------------------------------

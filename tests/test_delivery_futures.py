@@ -257,6 +257,67 @@ async def callback_context(kit: Any) -> list[Any]:
     return [seen, VAR.get()]
 
 
+async def callback_contexts_are_separate(kit: Any) -> list[Any]:
+    """Callbacks added in one context each run in their own copy of it: what one sets,
+    no other sees (the compiled twin shares one snapshot between them)."""
+    batch, done = kit.batch(3), kit.batch(2)
+    done.complete()
+    seen: list[Any] = []
+
+    def setter(f: Any) -> None:
+        seen.append(("setter saw", VAR.get()))
+        VAR.set("set by a callback")
+
+    def reader(f: Any) -> None:
+        seen.append(("reader saw", VAR.get()))
+
+    VAR.set("first")
+    for fut in (batch.futures[0], done.futures[0]):
+        fut.add_done_callback(setter)
+    batch.futures[0].add_done_callback(reader)
+    batch.futures[1].add_done_callback(reader)
+    done.futures[1].add_done_callback(reader)
+    VAR.set("second")  # callbacks added from now on see this
+    batch.futures[2].add_done_callback(reader)
+    done.futures[0].add_done_callback(reader)
+    await settle()
+    batch.complete()
+    await settle()
+    return [seen, VAR.get()]
+
+
+async def callbacks_keep_their_place_among_call_soon(kit: Any) -> list[Any]:
+    """Callbacks of done futures run where their call_soon would have run them, even
+    with other callbacks scheduled in between (the compiled twin runs them in batches)."""
+    loop = asyncio.get_running_loop()
+    batch, later = kit.batch(3), kit.batch(2)
+    batch.complete()
+    order: list[str] = []
+    f0, f1, f2 = batch.futures
+    f0.add_done_callback(lambda f: order.append("f0 a"))
+    f1.add_done_callback(lambda f: order.append("f1 a"))
+    loop.call_soon(order.append, "call_soon 1")
+    f2.add_done_callback(lambda f: order.append("f2 a"))
+    f0.add_done_callback(lambda f: order.append("f0 b"))
+    later.futures[0].add_done_callback(lambda f: order.append("later0"))
+    later.complete()  # resolved now: its callback is scheduled here
+    loop.call_soon(order.append, "call_soon 2")
+    later.futures[1].add_done_callback(lambda f: order.append("later1"))
+
+    def nested(f: Any) -> None:
+        order.append("f1 nested")
+        f.add_done_callback(lambda g: order.append("added while running"))
+        loop.call_soon(order.append, "call_soon from a callback")
+
+    f1.add_done_callback(nested)
+    trace: list[Any] = [list(order)]
+    await asyncio.sleep(0)
+    trace.append(list(order))
+    await settle()
+    trace.append(order)
+    return trace
+
+
 async def callback_raises(kit: Any) -> list[Any]:
     loop = asyncio.get_running_loop()
     reported: list[Any] = []
@@ -441,6 +502,8 @@ SCENARIOS: list[Scenario] = [
     cancel_pending,
     pending_reads,
     callback_context,
+    callback_contexts_are_separate,
+    callbacks_keep_their_place_among_call_soon,
     callback_raises,
     wait_first_and_all,
     shield_survives,
@@ -498,6 +561,36 @@ async def test_contexts_errors_and_unretrieved_exceptions(cls: Any) -> None:
         [("RuntimeError", ("callback failed",))],
     ]
     assert await side_by_side(cls, never_retrieved) == [(True, True)]
+    assert await side_by_side(cls, callback_contexts_are_separate) == [
+        [
+            ("setter saw", "first"),  # the futures done already, first
+            ("reader saw", "first"),
+            ("reader saw", "second"),
+            ("setter saw", "first"),  # then the batch
+            ("reader saw", "first"),
+            ("reader saw", "first"),
+            ("reader saw", "second"),
+        ],
+        "second",
+    ]
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_callbacks_keep_asyncio_order_among_other_callbacks(cls: Any) -> None:
+    trace = await side_by_side(cls, callbacks_keep_their_place_among_call_soon)
+    assert trace[0] == []
+    assert trace[1] == [
+        "f0 a",
+        "f1 a",
+        "call_soon 1",
+        "f2 a",
+        "f0 b",
+        "later0",
+        "call_soon 2",
+        "later1",
+        "f1 nested",
+    ]
+    assert trace[2][9:] == ["added while running", "call_soon from a callback"]
 
 
 @pytest.mark.parametrize("cls", IMPLEMENTATIONS)

@@ -104,3 +104,25 @@ async def test_send_many_records_are_not_tracked(
         assert not any(gc.is_tracked(report[i]) for i in range(0, RECORDS, 97))
     finally:
         await producer.stop()
+
+
+async def test_batch_builder_records_are_not_tracked(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    producer = producer_for(bootstrap)
+    await producer.start()
+    try:
+        batch = producer.create_batch()
+        before = tracked()
+        appended = [batch.append(key=b"k%d" % i, value=b"v" * 20) for i in range(500)]
+        grown = tracked() - before
+        assert all(md is not None for md in appended)
+        # The list above is the one tracked object; per record: nothing (the metadata
+        # append returns is a gc=False struct, the bytes go into the batch's buffer).
+        assert grown <= 5, f"{grown} tracked objects for 500 appended records"
+        assert not any(gc.is_tracked(md) for md in appended)
+        md = await (await producer.send_batch(batch, topic, partition=0))
+        assert md.partition == 0
+    finally:
+        await producer.stop()

@@ -11,6 +11,14 @@ asyncio's Future method by method; the differences are in cost only (see deliver
   schedule ONE loop callback that runs all their done callbacks in order, each in the
   context captured by ``add_done_callback``; asyncio would ``call_soon`` each callback.
   A callback that raises goes to the loop's exception handler and the others still run.
+  On asyncio's own loops, callbacks scheduled one after the other (e.g. ``gather`` adding
+  its callback to futures already done) share one loop callback as long as nothing else
+  was scheduled in between: the order they run in is asyncio's.
+* ``add_done_callback`` without a context captures the current one as asyncio does, but
+  callbacks added while the context's variables stay the same share one snapshot, and
+  each runs in a fresh copy of it (so a callback that sets a variable affects no other):
+  what each callback sees is asyncio's, without a Context object per callback. (Where
+  the interpreter's context layout is not known, one copy per callback, as asyncio.)
 * A finished future keeps a reference to the batch's shared outcome plus its own offset
   delta and timestamp (C fields); its RecordMetadata is built on the first ``result()``.
 * A future is untracked by the cyclic GC while it can be part of no cycle (no callbacks,
@@ -31,6 +39,15 @@ cdef object _copy_context = contextvars.copy_context
 cdef object _CancelledError = asyncio.CancelledError
 cdef object _InvalidStateError = asyncio.InvalidStateError
 cdef object _RecordMetadata = RecordMetadata
+
+# Bytes one pending record's delivery holds (see delivery.RECORD_MEMORY; ~194 measured
+# by benchmarks/record_memory.py): its RecordFuture (120, GC header included: delta and
+# timestamp are C fields), its slot in the batch's list (8, and 4 as the list grows ahead
+# of use) and the Context of one done callback (64: an ``await``, ``gather`` or
+# ``add_done_callback``).
+RECORD_MEMORY = 120 + 8 + 4 + 64
+# Bytes a batch's RecordFutures holds besides its records': the object (64), its list (56).
+FUTURES_MEMORY = 64 + 56
 
 
 cdef extern from "Python.h":
@@ -58,6 +75,106 @@ cdef inline void _track(object obj):
 
 cdef inline void _untrack(object obj):
     PyObject_GC_UnTrack(<void*>obj)  # (a no-op on an untracked object)
+
+
+# -- the contexts callbacks run in -----------------------------------------------------
+
+cdef extern from "Python.h":
+    object PyContext_Copy(object ctx)
+    int PyContext_Enter(object ctx) except -1
+    int PyContext_Exit(object ctx) except -1
+
+cdef extern from *:
+    """
+    /* CPython 3.11-3.13: a Context keeps its variables in an immutable mapping that
+       ContextVar.set() replaces, so the same mapping means the same variables. */
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+    #define AKL_CONTEXT_PEEK 1
+    typedef struct { PyObject_HEAD PyObject *prev; PyObject *vars; } akl_context;
+    static inline void *akl_current_vars(void) {
+        PyObject *ctx = PyThreadState_Get()->context;
+        return ctx == NULL ? NULL : (void *)((akl_context *)ctx)->vars;
+    }
+    #else
+    #define AKL_CONTEXT_PEEK 0
+    static inline void *akl_current_vars(void) { return NULL; }
+    #endif
+    """
+    bint AKL_CONTEXT_PEEK
+    void* akl_current_vars()
+
+
+@cython.final
+cdef class _Snapshot:
+    """A copy of the context at ``add_done_callback``, shared by the callbacks added while
+    its variables stayed the same; each callback runs in a copy of it."""
+
+    cdef object ctx
+
+
+cdef _Snapshot _last_snapshot = None
+cdef void* _last_vars = NULL  # the variables of _last_snapshot (kept alive by it)
+
+
+cdef object _callback_context():
+    """What ``add_done_callback(fn)`` (no context given) captures: asyncio copies the
+    current context for each callback; a shared snapshot is the same for the callback."""
+    global _last_snapshot, _last_vars
+    cdef void* current
+    cdef _Snapshot snapshot
+    if AKL_CONTEXT_PEEK:
+        current = akl_current_vars()
+        if current != NULL and current == _last_vars:
+            return _last_snapshot
+    ctx = _copy_context()
+    if not AKL_CONTEXT_PEEK:
+        return ctx
+    snapshot = _Snapshot.__new__(_Snapshot)
+    snapshot.ctx = ctx
+    _last_snapshot = snapshot
+    _last_vars = akl_current_vars()  # the copy shares the mapping, so it stays alive
+    return snapshot
+
+
+cdef inline void _call_in(object ctx, object fn, object fut) except *:
+    """``ctx.run(fn, fut)``; a shared snapshot is copied first (see _Snapshot)."""
+    if type(ctx) is _Snapshot:
+        ctx = PyContext_Copy((<_Snapshot>ctx).ctx)
+    PyContext_Enter(ctx)
+    try:
+        fn(fut)
+    finally:
+        PyContext_Exit(ctx)
+
+
+# -- scheduling done callbacks ---------------------------------------------------------
+
+cdef object _BaseEventLoop = asyncio.BaseEventLoop
+# The loop callback scheduled last on an asyncio loop, and its list of callbacks to run:
+# callbacks scheduled while it is still the last entry of the loop's ready queue join it.
+cdef object _open_loop = None
+cdef object _open_handle = None
+cdef list _open_items = None
+
+
+cdef void _schedule(object loop, list items) except *:
+    """Run ``items`` (four per future, see _run_callbacks) from the loop, soon.
+
+    As if each callback were ``loop.call_soon``-ed in order, but in one loop callback:
+    joining the one scheduled last when nothing was scheduled after it keeps asyncio's
+    order exactly (asyncio's loops run their ready queue first in, first out).
+    """
+    global _open_loop, _open_handle, _open_items
+    if loop is _open_loop:
+        ready = loop._ready
+        if ready and ready[len(ready) - 1] is _open_handle:
+            _open_items.extend(items)
+            return
+    handle = loop.call_soon(_run_callbacks_handle, loop, items)
+    if isinstance(loop, _BaseEventLoop):
+        _open_loop, _open_handle, _open_items = loop, handle, items
+    elif _open_loop is not None:
+        _open_loop = _open_handle = _open_items = None
 
 
 @cython.no_gc
@@ -173,9 +290,9 @@ cdef class RecordFuture:
 
     def add_done_callback(self, fn, *, context=None):
         if context is None:
-            context = _copy_context()
+            context = _callback_context()
         if self._state != PENDING:
-            self._loop.call_soon(fn, self, context=context)
+            _schedule(self._loop, [self, fn, context, None])
         elif self._cb0 is None:
             self._cb0 = fn
             self._ctx0 = context
@@ -199,24 +316,12 @@ cdef class RecordFuture:
             self._callbacks = rest or None
         return removed
 
-    cdef object _take_callbacks(self):
-        """The callbacks, in order, as a list of (fn, context); None if there are none."""
-        if self._cb0 is None:
-            return None
-        callbacks = [(self._cb0, self._ctx0)]
-        if self._callbacks is not None:
-            callbacks.extend(self._callbacks)
-        self._cb0 = self._ctx0 = self._callbacks = None
-        return callbacks
-
     cdef void _schedule_callbacks(self) except *:
-        # The path of cancel() and set_result(): each callback on its own, as asyncio.
-        callbacks = self._take_callbacks()
-        if callbacks is None:
+        # The path of cancel() and set_result(): the callbacks in order, as asyncio.
+        if self._cb0 is None:
             return
-        call_soon = self._loop.call_soon
-        for fn, ctx in callbacks:
-            call_soon(fn, self, context=ctx)
+        _schedule(self._loop, [self, self._cb0, self._ctx0, self._callbacks])
+        self._cb0 = self._ctx0 = self._callbacks = None
 
     # -- changing state (the producer resolves through RecordFutures) ---------------
 
@@ -308,15 +413,17 @@ cdef inline void _run_one(
     object loop, object fut, object fn, object ctx, list ready, Py_ssize_t i, Py_ssize_t j
 ) except *:
     try:
-        ctx.run(fn, fut)
+        _call_in(ctx, fn, fut)
     except (SystemExit, KeyboardInterrupt):
         # As a Handle: these stop the loop; the callbacks after this one still run, later.
+        remaining = []
         rest = ready[i + 3]
         if rest is not None:
             for fn, ctx in (<list>rest)[j + 1:]:
-                loop.call_soon(fn, fut, context=ctx)
-        if i + 4 < len(ready):
-            loop.call_soon(_run_callbacks_handle, loop, ready[i + 4:])
+                remaining += [fut, fn, ctx, None]
+        remaining += ready[i + 4:]
+        if remaining:
+            loop.call_soon(_run_callbacks_handle, loop, remaining)
         raise
     except BaseException as exc:
         loop.call_exception_handler(
@@ -329,6 +436,9 @@ cdef inline void _run_one(
 
 
 def _run_callbacks_handle(loop, ready):
+    global _open_loop, _open_handle, _open_items
+    if ready is _open_items:  # running: what is scheduled from now on runs after it
+        _open_loop = _open_handle = _open_items = None
     _run_callbacks(loop, ready)
 
 
@@ -370,6 +480,13 @@ cdef class RecordFutures:
         result.log_start_offset = log_start_offset
         self._settle(BATCH, result)
 
+    def complete_none(self):
+        """Resolve every future to None (acks=0: the broker says nothing about the batch)."""
+        if self.settled:
+            return
+        self.settled = True
+        self._settle(FINISHED, None)
+
     def fail(self, exc):
         """Fail every future not done yet with ``exc``."""
         if self.settled:
@@ -396,8 +513,8 @@ cdef class RecordFutures:
                 ready.append(fut._ctx0)
                 ready.append(fut._callbacks)
                 fut._cb0 = fut._ctx0 = fut._callbacks = None
-                if state == BATCH:
+                if state != FAILED:
                     _untrack(fut)  # its callbacks are gone: nothing left to form a cycle
         self.futures = []  # the batch may be kept a while: not its records' futures
         if ready is not None:
-            self.loop.call_soon(_run_callbacks_handle, self.loop, ready)
+            _schedule(self.loop, ready)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from .compression import Compressor
+from .delivery import FUTURES_MEMORY, RECORD_MEMORY, RecordFutures
 from .errors import DeliveryFailedError, KafkaError, KafkaTimeoutError, RecordTooLargeError
 from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder, record_size
 from .structs import DeliveryReport, DeliverySegment, RecordMetadata, TopicPartition
@@ -44,14 +44,26 @@ TIMESTAMP_LOG_APPEND_TIME = 1
 
 # What a buffered record holds beyond its encoded bytes, counted in buffer_memory
 # with them (measured with tracemalloc on CPython 3.11; benchmarks/record_memory.py).
-# A send() record: its future (144 B) and the list slot for it (8), its timestamp
-# (an int, 32 B, and its slot, 8), and one done callback on the future (64 B: the
-# caller's await or add_done_callback). Without this a 10-byte record, ~20 bytes
-# encoded, would be counted at a tenth of what it holds.
-SEND_RECORD_MEMORY = 144 + 8 + 32 + 8 + 64
-# A send_many() record has no future: its slots in the batch's lists (8 + 8) and
-# in the call's index list (8, and an int of 32 B).
-BULK_RECORD_MEMORY = 8 + 8 + 8 + 32
+# A send() record: its future and one done callback on it (the caller's await or
+# add_done_callback), its offset delta and timestamp: what the active twin of
+# aiokafka_lite.delivery says (the compiled one holds less). Without this a 10-byte
+# record, ~20 bytes encoded, would be counted at a fraction of what it holds.
+SEND_RECORD_MEMORY = RECORD_MEMORY
+# A send_many() record has no future: its slot in the index list of its run (8 B, and
+# an int of 32 B).
+BULK_RECORD_MEMORY = 8 + 32
+# A batch, besides its records: its header's bytes, the ProducerBatch (176), its buffer
+# object (56), its done future (144), its creation time (a float, 24), its entries in the
+# accumulator's set and dict of batches and queues (104 with their tables' growth) and
+# the active twin's RecordFutures. Counted when the batch is made, so a record that may
+# have to start one is checked against the budget with it (SEND_BOUND).
+BATCH_MEMORY = BATCH_HEADER_SIZE + 176 + 56 + 144 + 24 + 104 + FUTURES_MEMORY
+SEND_BOUND = SEND_RECORD_MEMORY + BATCH_MEMORY - BATCH_HEADER_SIZE  # (sizes include the header)
+# A run of send_many() records in a batch: its (delta, timestamp, indices) tuple (64) and
+# its slot in the batch's list of runs (32 as the list grows), the index list's object
+# (56); the first run of a call in a batch also makes the list of runs (56) and its
+# entry in the batch's dict of calls (224 with the dict).
+RUN_MEMORY = 64 + 32 + 56 + 56 + 224
 
 
 def _too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeError:
@@ -165,13 +177,12 @@ class ProducerBatch(RecordBatchBuilder):
         "created",
         "done",
         "full",
-        "futures",
         "last_error",
         "maybe_written",
         "memory",
         "queue",
+        "records",
         "retry_at",
-        "timestamps",
     )
 
     def __init__(
@@ -185,10 +196,9 @@ class ProducerBatch(RecordBatchBuilder):
     ) -> None:
         super().__init__(base_timestamp, compress, codec_id)
         self.queue = queue
-        # One entry per record, by offset delta: its future, or None for a
-        # record of a send_many() call, which is reported through ``bulk``.
-        self.futures: list[asyncio.Future[RecordMetadata] | None] = []
-        self.timestamps: list[int] = []
+        # The futures of the records sent with send(), each knowing its offset delta
+        # and timestamp; a send_many() record has none (it is reported through bulk).
+        self.records = RecordFutures(done.get_loop())
         self.bulk: dict[BulkDelivery, list[tuple[int, int, list[int]]]] | None = None
         self.created = now
         self.retry_at = 0.0
@@ -207,25 +217,16 @@ class ProducerBatch(RecordBatchBuilder):
     def topic_partition(self) -> TopicPartition:
         return self.queue.tp
 
+    # Each of complete, complete_unacknowledged and fail settles the batch once: the
+    # first wins (RecordFutures.settled), later calls do nothing. Records first, then
+    # send_many() reports, then ``done``: a flush() waiter never wakes before them.
+
     def complete(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
-        topic, partition = tp = self.queue.tp
-        if log_append_time != -1:
-            ts_type = TIMESTAMP_LOG_APPEND_TIME
-            timestamps: Sequence[int] = [log_append_time] * len(self.futures)
-        else:
-            ts_type = TIMESTAMP_CREATE_TIME
-            timestamps = self.timestamps
-        offset = base_offset
-        # No offset known (a duplicate's answer may carry none): -1 for every record.
-        step = 1 if base_offset >= 0 else 0
-        for fut, ts in zip(self.futures, timestamps, strict=True):
-            if fut is not None:
-                md = RecordMetadata(topic, partition, tp, offset, ts, ts_type, log_start_offset)
-                try:  # noqa: SIM105 - suppress() would cost a context manager per record
-                    fut.set_result(md)
-                except asyncio.InvalidStateError:  # the caller cancelled it
-                    pass
-            offset += step
+        records = self.records
+        if records.settled:
+            return
+        tp = self.queue.tp
+        records.complete(tp, base_offset, log_append_time, log_start_offset)
         if self.bulk is not None:
             for delivery, slots in self.bulk.items():
                 delivery.batch_completed(tp, base_offset, log_start_offset, log_append_time, slots)
@@ -235,9 +236,10 @@ class ProducerBatch(RecordBatchBuilder):
     def complete_unacknowledged(self) -> None:
         """acks=0: written to the socket, nothing more is known. Each record's
         future resolves to None (as aiokafka's); a send_many() report has offset -1."""
-        for fut in self.futures:
-            if fut is not None and not fut.done():
-                fut.set_result(None)  # type: ignore[arg-type]
+        records = self.records
+        if records.settled:
+            return
+        records.complete_none()
         if self.bulk is not None:
             for delivery, slots in self.bulk.items():
                 delivery.batch_completed(self.queue.tp, -1, -1, -1, slots)
@@ -245,9 +247,10 @@ class ProducerBatch(RecordBatchBuilder):
             self.done.set_result(None)
 
     def fail(self, exc: BaseException) -> None:
-        for fut in self.futures:
-            if fut is not None and not fut.done():
-                fut.set_exception(exc)
+        records = self.records
+        if records.settled:
+            return
+        records.fail(exc)
         if self.bulk is not None:
             for delivery, slots in self.bulk.items():
                 delivery.batch_failed(exc, slots)
@@ -303,15 +306,7 @@ class RecordAccumulator:
         self._codec_id = codec_id
         self._ratios: dict[str, float] = {}  # topic -> estimated compressed/raw
         self._limits: dict[str, int] = {}  # topic -> batch_limit for its next batches
-        self._loop = loop = asyncio.get_running_loop()
-        # One future per record: asyncio's loop.create_future is a Python-level
-        # wrapper around the C Future; calling the class directly halves the
-        # cost. Other loops (uvloop) keep their own create_future.
-        self._new_future: Callable[[], asyncio.Future[Any]] = (
-            functools.partial(asyncio.Future, loop=loop)
-            if type(loop).create_future is asyncio.BaseEventLoop.create_future
-            else loop.create_future
-        )
+        self._loop = asyncio.get_running_loop()
         self._batch_size = batch_size
         self._linger = linger_ms / 1000
         self._delivery_timeout = delivery_timeout_ms / 1000
@@ -391,7 +386,7 @@ class RecordAccumulator:
         appending nothing, when that much budget is not free (or others are
         already waiting for it), unless the caller holds ``reserved`` bytes.
         """
-        size += SEND_RECORD_MEMORY
+        size += SEND_BOUND  # it may have to start a batch
         if not reserved and (self.used + size > self.limit or self._waiters):
             return None
         try:
@@ -409,18 +404,14 @@ class RecordAccumulator:
         if not added:
             batch = self._new_batch(q, timestamp)
             try:
-                added = BATCH_HEADER_SIZE + batch.append(
-                    timestamp, key, value, headers, q.batch_limit
-                )
+                added = BATCH_MEMORY + batch.append(timestamp, key, value, headers, q.batch_limit)
             except BaseException:
                 self._discard_empty(batch)  # never leave an empty batch in the queue
                 raise
         added += SEND_RECORD_MEMORY
         batch.memory += added
         self.used += added - reserved
-        fut: asyncio.Future[RecordMetadata] = self._new_future()
-        batch.futures.append(fut)
-        batch.timestamps.append(timestamp)
+        fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
         return fut
 
     def create_future(self) -> asyncio.Future[Any]:
@@ -455,20 +446,24 @@ class RecordAccumulator:
                 return
             i = order[pos]
             batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
-            need = record_size(keys[i], values[i], None) + BULK_RECORD_MEMORY
+            need = record_size(keys[i], values[i], None) + BULK_RECORD_MEMORY + RUN_MEMORY
             if batch is None:
-                need += BATCH_HEADER_SIZE
+                need += BATCH_MEMORY
             budget = reserved or (0 if self._waiters else self.limit - self.used)
             if budget >= need:
                 if batch is None:
                     batch = self._new_batch(q, timestamp)
-                    budget -= BATCH_HEADER_SIZE
-                    batch.memory += BATCH_HEADER_SIZE
-                    self.used += BATCH_HEADER_SIZE
+                    budget -= BATCH_MEMORY
+                    batch.memory += BATCH_MEMORY
+                    self.used += BATCH_MEMORY
                 start = pos
-                pos = self._append_run(batch, timestamp, keys, values, order, pos, budget)
+                pos = self._append_run(
+                    batch, timestamp, keys, values, order, pos, budget - RUN_MEMORY
+                )
                 if pos > start:
                     self._add_bulk_slots(batch, delivery, order[start:pos], timestamp)
+                    batch.memory += RUN_MEMORY
+                    self.used += RUN_MEMORY
                 if reserved:
                     self._release(reserved)  # the run's bytes are counted in used instead
                     reserved = 0
@@ -536,9 +531,8 @@ class RecordAccumulator:
         if slots is None:
             slots = bulk[delivery] = []
             delivery.pending += 1
-        slots.append((len(batch.futures), timestamp, indices))
-        batch.futures.extend([None] * len(indices))
-        batch.timestamps.extend([timestamp] * len(indices))
+        # The run was just encoded: its first record's offset delta. Nothing per record.
+        slots.append((batch.count - len(indices), timestamp, indices))
 
     def _new_batch(self, q: PartitionQueue, timestamp: int) -> ProducerBatch:
         if self._compress is not None:
@@ -575,7 +569,7 @@ class RecordAccumulator:
         timeout: float,
     ) -> asyncio.Future[RecordMetadata]:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
-        reserved = size + SEND_RECORD_MEMORY
+        reserved = size + SEND_BOUND
         await self.reserve(reserved, topic, timeout)
         self._check_not_shut_down(reserved)
         fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=reserved)
@@ -588,7 +582,8 @@ class RecordAccumulator:
         self, topic: str, partition: int, builder: RecordBatchBuilder, timeout: float
     ) -> asyncio.Future[RecordMetadata]:
         """Queue a batch the user built (``send_batch``) as one unit with one future."""
-        size = len(builder.buf) + SEND_RECORD_MEMORY  # one future for the whole batch
+        # One future for the whole batch; the buffer's size includes the header.
+        size = len(builder.buf) + SEND_BOUND
         if self.used + size > self.limit or self._waiters:
             await self.reserve(size, topic, timeout)
             self._check_not_shut_down(size)
@@ -606,9 +601,7 @@ class RecordAccumulator:
         batch.compress, batch.codec_id = builder.compress, builder.codec_id
         batch.full = True
         batch.memory = size
-        fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
-        batch.futures.append(fut)
-        batch.timestamps.append(builder.base_timestamp)
+        fut: asyncio.Future[RecordMetadata] = batch.records.add(0, builder.base_timestamp)
         # Behind any open batch, which then takes no more records: order is kept.
         q.batches.append(batch)
         self._nonempty[q] = None

@@ -238,7 +238,8 @@ FIELD_DOCS: dict[str, str] = {
     "linger_ms": "how long a batch may wait for more records before it is sent",
     "batch_size": "bytes per partition batch before it is sent (aiokafka: `max_batch_size`)",
     "buffer_memory": "bytes of records buffered in all (each counts its encoded size plus what"
-    " its future and bookkeeping hold, 256 B); `send()` waits when it is used up",
+    " its future and bookkeeping hold, ~200 B, and each batch ~1 KB); `send()` waits when it is"
+    " used up",
     "max_request_size": "largest Produce request (and so largest record) in bytes",
     "max_block_ms": "longest `send()` waits for metadata or buffer space, then KafkaTimeoutError",
     "request_timeout_ms": "longest wait for a broker's answer before the connection is dropped",

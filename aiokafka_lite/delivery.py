@@ -2,7 +2,8 @@
 
 :class:`RecordFutures` hands out one future per record (``add``) and resolves all of them
 in one call when the broker answers for the batch (``complete``) or the batch fails
-(``fail``). The first of the two wins; a future the caller cancelled stays cancelled.
+(``fail``), or to None when the broker sends no answer (``complete_none``, acks=0).
+The first of these wins; a future the caller cancelled stays cancelled.
 
 This module is the pure-Python twin: the futures are :class:`asyncio.Future` objects,
 each resolved with ``set_result`` (asyncio then runs each one's done callbacks through
@@ -26,35 +27,41 @@ cheaper:
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import speedups
 from .structs import RecordMetadata, TopicPartition
 
-__all__ = ["PyRecordFutures", "RecordFutures"]
+__all__ = ["FUTURES_MEMORY", "RECORD_MEMORY", "PyRecordFutures", "RecordFutures"]
 
 TIMESTAMP_CREATE_TIME = 0
 TIMESTAMP_LOG_APPEND_TIME = 1
 
+#: Bytes one pending record's delivery holds here (CPython 3.11; benchmarks/record_memory.py
+#: measures ~298 with tracemalloc): its asyncio.Future (144) and the Context of one done
+#: callback (64: an ``await``, ``gather`` or ``add_done_callback``), a slot in each of the
+#: three lists (24, and 4 as the lists grow ahead of use), its timestamp (an int, 32) and
+#: its offset delta (an int, 28-32).
+#: The producer counts it in ``buffer_memory`` with the record's bytes.
+RECORD_MEMORY = 144 + 64 + 24 + 4 + 32 + 32
+#: Bytes a batch's :class:`RecordFutures` holds besides its records': the object (80)
+#: and its three lists (3 x 56).
+FUTURES_MEMORY = 80 + 3 * 56
 
-def _future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.Future[Any]]:
-    # asyncio's loop.create_future is a Python-level wrapper around the C Future;
-    # calling the class directly halves the cost. Other loops (uvloop) keep their own.
-    if type(loop).create_future is asyncio.BaseEventLoop.create_future:
-        return functools.partial(asyncio.Future, loop=loop)
-    return loop.create_future
+_Future = asyncio.Future
+_BASE_CREATE_FUTURE = asyncio.BaseEventLoop.create_future
 
 
 class RecordFutures:
     """The futures of one batch's records, by offset delta, resolved in one call."""
 
-    __slots__ = ("_deltas", "_new", "_timestamps", "futures", "loop", "settled")
+    __slots__ = ("_deltas", "_direct", "_timestamps", "futures", "loop", "settled")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self._new = _future_factory(loop)
+        # asyncio's loop.create_future is a Python-level wrapper around the C Future:
+        # calling the class directly halves the cost. Other loops (uvloop) keep their own.
+        self._direct = type(loop).create_future is _BASE_CREATE_FUTURE
         self.futures: list[asyncio.Future[RecordMetadata]] = []
         self._deltas: list[int] = []
         self._timestamps: list[int] = []
@@ -62,7 +69,9 @@ class RecordFutures:
 
     def add(self, offset_delta: int, timestamp: int) -> asyncio.Future[RecordMetadata]:
         """A new future for the record at ``offset_delta`` in the batch, stamped ``timestamp``."""
-        fut: asyncio.Future[RecordMetadata] = self._new()
+        fut: asyncio.Future[RecordMetadata] = (
+            _Future(loop=self.loop) if self._direct else self.loop.create_future()
+        )
         self.futures.append(fut)
         self._deltas.append(offset_delta)
         self._timestamps.append(timestamp)
@@ -91,6 +100,16 @@ class RecordFutures:
             )
         self._release()
 
+    def complete_none(self) -> None:
+        """Resolve every future to None (acks=0: the broker says nothing about the batch)."""
+        if self.settled:
+            return
+        self.settled = True
+        for fut in self.futures:
+            if not fut.done():
+                fut.set_result(None)  # type: ignore[arg-type]
+        self._release()
+
     def fail(self, exc: BaseException) -> None:
         """Fail every future not done yet with ``exc``."""
         if self.settled:
@@ -111,3 +130,5 @@ PyRecordFutures = RecordFutures
 _compiled = speedups.compiled_module("_cdelivery")
 if _compiled is not None and not TYPE_CHECKING:
     RecordFutures = _compiled.RecordFutures
+    RECORD_MEMORY = _compiled.RECORD_MEMORY
+    FUTURES_MEMORY = _compiled.FUTURES_MEMORY

@@ -20,6 +20,7 @@ __all__ = [
     "StickyPartitioner",
     "default_partition",
     "murmur2",
+    "place_plain",
     "to_positive",
 ]
 
@@ -132,6 +133,52 @@ class KeyHashCache:
         return self.hash(key) % num_partitions
 
 
+def place_plain(
+    items: list[tuple[object, object]],
+    lo: int,
+    hi: int,
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    partition: int | None,
+    num_partitions: int,
+    max_size: int,
+    hashes: KeyHashCache,
+    by_partition: dict[int, list[int]],
+) -> int:
+    """Place ``send_many()``'s plain records from ``items[lo]`` on: return where it stopped.
+
+    A plain record is a ``(bytes, bytes | None)`` tuple of at most ``max_size`` bytes: it
+    needs no serializer and no check beyond these. Its key and value go to ``keys[i]`` and
+    ``values[i]``, its index to ``by_partition[p]`` (``partition``, else the key's murmur2
+    partition). The first record that is not plain stops the run (its index is returned,
+    ``hi`` when every record was plain): the caller gives it the full checks, then calls
+    again from the next index, so each partition's indices stay in input order.
+    """
+    cached, hash_ = hashes.peek, hashes.hash
+    for i in range(lo, hi):
+        item = items[i]
+        if type(item) is not tuple or len(item) != 2:
+            return i
+        k, v = item
+        if type(k) is not bytes or (v is not None and type(v) is not bytes):
+            return i
+        if len(k) + (0 if v is None else len(v)) > max_size:
+            return i
+        if partition is None:
+            h = cached(k)
+            p = (hash_(k) if h is None else h) % num_partitions
+        else:
+            p = partition
+        keys[i] = k
+        values[i] = v
+        order = by_partition.get(p)
+        if order is None:
+            by_partition[p] = [i]
+        else:
+            order.append(i)
+    return hi
+
+
 class StickyPartitioner:
     """Uniform sticky partitioning for keyless records (KIP-480, simplified).
 
@@ -190,12 +237,15 @@ class StickyPartitioner:
         return choices[i + 1 if i >= skip else i]
 
 
-# The compiled murmur2 (_cpartitioner.pyx) replaces the three functions when it was built
-# (see aiokafka_lite.speedups); KeyHashCache calls _murmur2_u32 through this module's
-# globals, so it uses whichever is in place. The pure ones stay reachable for tests.
+# The compiled twins (_cpartitioner.pyx) replace murmur2's three functions and place_plain
+# when they were built (see aiokafka_lite.speedups); KeyHashCache calls _murmur2_u32 through
+# this module's globals, so it uses whichever is in place. The pure ones stay reachable for
+# tests.
 py_murmur2, py_default_partition, py_murmur2_u32 = murmur2, default_partition, _murmur2_u32
+py_place_plain = place_plain
 _compiled = speedups.compiled_module("_cpartitioner")
 if _compiled is not None and not TYPE_CHECKING:
     murmur2 = _compiled.murmur2
     default_partition = _compiled.default_partition
+    place_plain = _compiled.place_plain
     _murmur2_u32 = _compiled.murmur2_u32

@@ -49,7 +49,7 @@ from .errors import (
 )
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .metadata import Metadata
-from .partitioner import KeyHashCache, StickyPartitioner
+from .partitioner import KeyHashCache, StickyPartitioner, place_plain
 from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header, RecordBatchBuilder
 from .runtime import Runtime
 from .sender import Sender
@@ -93,8 +93,34 @@ _FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_F
 
 _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 
-# Bound once: send() calls it on every record to catch use from a wrong loop.
 _running_loop = asyncio.get_running_loop
+# send() compares it with the thread id of the producer's loop on every record:
+# asyncio.get_running_loop() makes a getpid() syscall (to notice forks) on every call.
+_get_ident = threading.get_ident
+
+
+class _NotChecked:
+    """What send() compares with before its first full loop check: matches no thread."""
+
+    _thread_id = None
+
+
+class _RunningLoopThread:
+    """For loops that keep their thread private (uvloop): ``_thread_id`` is the caller's
+    thread id when ``loop`` is the loop running in it, else None (the full check's cost)."""
+
+    __slots__ = ("_loop",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    @property
+    def _thread_id(self) -> int | None:
+        try:
+            running = _running_loop()
+        except RuntimeError:
+            return None
+        return _get_ident() if running is self._loop else None
 
 
 class BatchBuilder:
@@ -120,6 +146,8 @@ class BatchBuilder:
         self._codec_id = codec_id
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
+        # No serializers: bytes keys and values go to the encoder as they are.
+        self._plain = key_serializer is None and value_serializer is None
         self._builder: RecordBatchBuilder | None = None
         self._closed = False
 
@@ -137,10 +165,16 @@ class BatchBuilder:
         """
         if self._closed:
             return None
-        key, value = checks.serialize(
-            self._key_serializer, self._value_serializer, key, value, "batch"
-        )
-        headers = checks.check_headers(headers, "batch")
+        if not (
+            self._plain
+            and (key is None or type(key) is bytes)
+            and (value is None or type(value) is bytes)
+        ):  # serializers to run, or types to check and convert
+            key, value = checks.serialize(
+                self._key_serializer, self._value_serializer, key, value, "batch"
+            )
+        if headers is not None:
+            headers = checks.check_headers(headers, "batch")
         if timestamp is None:
             ts = int(time.time() * 1000)
         elif type(timestamp) is int and 0 <= timestamp < checks.TIMESTAMP_LIMIT:
@@ -179,6 +213,9 @@ class BatchBuilder:
 
 class AIOKafkaProducer(Generic[K, V]):
     """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
+
+    # What send()'s loop check compares (see _check_send): set by its first full check.
+    _send_loop: Any = _NotChecked
 
     def __init__(
         self,
@@ -557,8 +594,8 @@ class AIOKafkaProducer(Generic[K, V]):
         most ``max_block_ms``. Errors about this record (too large, bad
         partition, serializer failure) raise here and affect nothing else.
         """
-        if self._state != _STARTED or _running_loop() is not self._loop:
-            self._check_running()
+        if self._state != _STARTED or self._send_loop._thread_id != _get_ident():
+            self._check_send()
         if self._wrapped:  # a transaction to check, or interceptors to run
             self._check_transactional_send()
             if self._interceptors:
@@ -616,6 +653,22 @@ class AIOKafkaProducer(Generic[K, V]):
         if self._interceptors:
             fut.add_done_callback(self._acknowledge)
         return fut
+
+    def _check_send(self) -> None:
+        """send()'s full check (raises unless started and in its loop), then what the
+        per-record check compares from now on.
+
+        An asyncio loop's ``_thread_id`` is the id of the thread running it (None when it
+        is not running). Equal to the caller's exactly when this loop is the one running
+        in the caller's thread (asyncio runs one loop per thread at a time), so comparing
+        the two is the full check at the cost of an attribute read and ``get_ident()``.
+        """
+        self._check_running()
+        loop = self._loop
+        assert loop is not None  # started
+        self._send_loop = (
+            loop if isinstance(loop, asyncio.BaseEventLoop) else _RunningLoopThread(loop)
+        )
 
     def _acknowledge(self, fut: asyncio.Future[RecordMetadata]) -> None:
         if fut.cancelled():
@@ -921,41 +974,60 @@ class AIOKafkaProducer(Generic[K, V]):
     ) -> dict[int, list[int]]:
         """Check, serialize and place ``items[lo:hi]`` into keys/values: partition -> indices."""
         by_partition: dict[int, list[int]] = {}
-        hashes, n, max_size = self._hashes, len(parts), self._max_request_size - _RECORD_OVERHEAD
-        cached = hashes.peek
-        fast = not self._serializing and self._partitioner is None
-        for i in range(lo, hi):
-            try:
-                k, v = items[i]
-            except (TypeError, ValueError):
-                delivery.record_failed(i, _not_a_pair(items[i], i, topic))
-                continue
-            if (
-                fast
-                and type(k) is bytes
-                and (v is None or type(v) is bytes)
-                and len(k) + (0 if v is None else len(v)) <= max_size
-            ):
-                if partition is None:
-                    h = cached(k)
-                    p = (hashes.hash(k) if h is None else h) % n
-                else:
-                    p = partition
-            else:
-                try:
-                    k, v, size, _ = self._prepare(topic, k, v, None)
-                    p = self._place(topic, k, parts, size, partition)
-                except Exception as e:  # this record only
-                    delivery.record_failed(i, e)
-                    continue
-            keys[i] = k
-            values[i] = v
-            order = by_partition.get(p)
-            if order is None:
-                by_partition[p] = [i]
-            else:
-                order.append(i)
+        plain = not self._serializing and self._partitioner is None
+        limit = self._max_request_size - _RECORD_OVERHEAD
+        i = lo
+        while i < hi:
+            if plain:  # a run of plain records in one call (compiled when built)
+                i = place_plain(
+                    items,
+                    i,
+                    hi,
+                    keys,
+                    values,
+                    partition,
+                    len(parts),
+                    limit,
+                    self._hashes,
+                    by_partition,
+                )
+                if i == hi:
+                    break
+            self._group_one(topic, items, i, keys, values, partition, parts, delivery, by_partition)
+            i += 1
         return by_partition
+
+    def _group_one(
+        self,
+        topic: str,
+        items: list[tuple[Any, Any]],
+        i: int,
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        partition: int | None,
+        parts: Sequence[Any],
+        delivery: BulkDelivery,
+        by_partition: dict[int, list[int]],
+    ) -> None:
+        """send()'s full checks, serializers and placement for record ``i`` alone."""
+        try:
+            k, v = items[i]
+        except (TypeError, ValueError):
+            delivery.record_failed(i, _not_a_pair(items[i], i, topic))
+            return
+        try:
+            k, v, size, _ = self._prepare(topic, k, v, None)
+            p = self._place(topic, k, parts, size, partition)
+        except Exception as e:  # this record only
+            delivery.record_failed(i, e)
+            return
+        keys[i] = k
+        values[i] = v
+        order = by_partition.get(p)
+        if order is None:
+            by_partition[p] = [i]
+        else:
+            order.append(i)
 
     async def _send_many_each(
         self,

@@ -73,9 +73,10 @@ class RecordMetadata(msgspec.Struct, frozen=True, gc=False, array_like=True):
         return msgspec.structs.asdict(self)
 
 
-class BatchRecordMetadata(NamedTuple):
-    """What ``BatchBuilder.append`` returns for a record it took (aiokafka's shape):
-    its offset within the batch, its encoded size in bytes, its timestamp in ms."""
+class BatchRecordMetadata(msgspec.Struct, frozen=True, gc=False):
+    """What ``BatchBuilder.append`` returns for a record it took (aiokafka's shape, read by
+    attribute): its offset within the batch, its encoded size in bytes, its timestamp in ms.
+    One is made per appended record, so it is a struct the garbage collector never tracks."""
 
     offset: int
     size: int

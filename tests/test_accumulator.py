@@ -13,11 +13,21 @@ import time
 
 import pytest
 
-from aiokafka_lite.accumulator import BulkDelivery, ProducerBatch, RecordAccumulator
+from aiokafka_lite.accumulator import (
+    BATCH_MEMORY,
+    SEND_BOUND,
+    BulkDelivery,
+    ProducerBatch,
+    RecordAccumulator,
+)
 from aiokafka_lite.compression import get_codec
 from aiokafka_lite.errors import DeliveryFailedError, KafkaTimeoutError
 
 TS = 1_700_000_000_000
+# A budget in which a send() record of 1,400 bytes is held and a waiter reserving the
+# bound of a 1,000-byte one (plus what it may hold: SEND_BOUND) does not fit beside it,
+# but two small records fit once the large one is gone. (SEND_BOUND depends on the build.)
+LIMIT = 2000 + 2 * SEND_BOUND
 
 
 def accumulator(buffer_memory: int, batch_size: int = 1000) -> RecordAccumulator:
@@ -52,7 +62,7 @@ async def waiting(acc: RecordAccumulator, n: int) -> None:
 
 
 async def test_memory_reserved_but_unused_by_append_wait_goes_to_the_next_waiter() -> None:
-    acc = accumulator(2000)
+    acc = accumulator(LIMIT)
     held = hold(acc, 1400)
     # The first waiter reserves a loose upper bound (1000) for a small record;
     # the second needs 1100, which fits as soon as the first gives back its rest.
@@ -68,12 +78,14 @@ async def test_memory_reserved_but_unused_by_append_wait_goes_to_the_next_waiter
 
 
 async def test_memory_reserved_but_unused_by_append_many_goes_to_the_next_waiter() -> None:
-    acc = accumulator(2000)
-    held = hold(acc, 1400)
+    # Batches of BATCH_MEMORY + 1000 bytes; a large record held takes the room of the
+    # waiter below and of a whole batch.
+    acc = accumulator(LIMIT + BATCH_MEMORY, batch_size=BATCH_MEMORY + 1000)
+    held = hold(acc, BATCH_MEMORY + 1400)
     blocked = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 600, 5))
     await waiting(acc, 1)
     delivery = BulkDelivery(acc.create_future(), "t", 1)
-    # Behind a waiter, append_many reserves a whole batch (1000) for one small record.
+    # Behind a waiter, append_many reserves a whole batch for one small record.
     bulk = asyncio.create_task(
         acc.append_many(
             "t", 2, TS, [None], [b"small"], [0], delivery, deadline=time.monotonic() + 5
@@ -124,7 +136,7 @@ async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> 
 
 
 async def test_append_wait_refuses_after_the_accumulator_is_shut_down() -> None:
-    acc = accumulator(2000)
+    acc = accumulator(LIMIT)
     held = hold(acc, 1400)
     waiter = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 1000, 5))
     await waiting(acc, 1)

@@ -58,10 +58,17 @@ def expected(i: int, base: int = BASE_OFFSET, append_time: int = -1) -> RecordMe
 class Batch:
     """One batch's futures, resolved together."""
 
-    def __init__(self, futures: list[Any], complete: Callable[..., None], fail: Any) -> None:
+    def __init__(
+        self,
+        futures: list[Any],
+        complete: Callable[..., None],
+        fail: Any,
+        complete_none: Callable[[], None],
+    ) -> None:
         self.futures = futures
         self.complete = complete
         self.fail = fail
+        self.complete_none = complete_none  # acks=0: every future resolves to None
 
 
 class ReferenceKit:
@@ -81,7 +88,12 @@ class ReferenceKit:
                 if not f.done():
                     f.set_exception(exc)
 
-        return Batch(futures, complete, fail)
+        def complete_none() -> None:
+            for f in futures:
+                if not f.done():
+                    f.set_result(None)
+
+        return Batch(futures, complete, fail, complete_none)
 
 
 class OurKit:
@@ -97,7 +109,7 @@ class OurKit:
         def complete(base: int = BASE_OFFSET, append_time: int = -1) -> None:
             rf.complete(TP, base, append_time, LOG_START)
 
-        return Batch(futures, complete, rf.fail)
+        return Batch(futures, complete, rf.fail, rf.complete_none)
 
 
 Scenario = Callable[[Any], Awaitable[list[Any]]]
@@ -110,7 +122,8 @@ def outcome(fut: Any) -> Any:
     exc = fut.exception()
     if exc is not None:
         return ("raised", type(exc).__name__, exc.args)
-    return ("result", tuple(fut.result()))
+    result = fut.result()
+    return ("result", None if result is None else tuple(result))
 
 
 async def side_by_side(cls: Any, scenario: Scenario) -> list[Any]:
@@ -242,6 +255,67 @@ async def callback_context(kit: Any) -> list[Any]:
     batch.complete()
     await settle()
     return [seen, VAR.get()]
+
+
+async def callback_contexts_are_separate(kit: Any) -> list[Any]:
+    """Callbacks added in one context each run in their own copy of it: what one sets,
+    no other sees (the compiled twin shares one snapshot between them)."""
+    batch, done = kit.batch(3), kit.batch(2)
+    done.complete()
+    seen: list[Any] = []
+
+    def setter(f: Any) -> None:
+        seen.append(("setter saw", VAR.get()))
+        VAR.set("set by a callback")
+
+    def reader(f: Any) -> None:
+        seen.append(("reader saw", VAR.get()))
+
+    VAR.set("first")
+    for fut in (batch.futures[0], done.futures[0]):
+        fut.add_done_callback(setter)
+    batch.futures[0].add_done_callback(reader)
+    batch.futures[1].add_done_callback(reader)
+    done.futures[1].add_done_callback(reader)
+    VAR.set("second")  # callbacks added from now on see this
+    batch.futures[2].add_done_callback(reader)
+    done.futures[0].add_done_callback(reader)
+    await settle()
+    batch.complete()
+    await settle()
+    return [seen, VAR.get()]
+
+
+async def callbacks_keep_their_place_among_call_soon(kit: Any) -> list[Any]:
+    """Callbacks of done futures run where their call_soon would have run them, even
+    with other callbacks scheduled in between (the compiled twin runs them in batches)."""
+    loop = asyncio.get_running_loop()
+    batch, later = kit.batch(3), kit.batch(2)
+    batch.complete()
+    order: list[str] = []
+    f0, f1, f2 = batch.futures
+    f0.add_done_callback(lambda f: order.append("f0 a"))
+    f1.add_done_callback(lambda f: order.append("f1 a"))
+    loop.call_soon(order.append, "call_soon 1")
+    f2.add_done_callback(lambda f: order.append("f2 a"))
+    f0.add_done_callback(lambda f: order.append("f0 b"))
+    later.futures[0].add_done_callback(lambda f: order.append("later0"))
+    later.complete()  # resolved now: its callback is scheduled here
+    loop.call_soon(order.append, "call_soon 2")
+    later.futures[1].add_done_callback(lambda f: order.append("later1"))
+
+    def nested(f: Any) -> None:
+        order.append("f1 nested")
+        f.add_done_callback(lambda g: order.append("added while running"))
+        loop.call_soon(order.append, "call_soon from a callback")
+
+    f1.add_done_callback(nested)
+    trace: list[Any] = [list(order)]
+    await asyncio.sleep(0)
+    trace.append(list(order))
+    await settle()
+    trace.append(order)
+    return trace
 
 
 async def callback_raises(kit: Any) -> list[Any]:
@@ -378,6 +452,27 @@ async def acks_zero_and_log_append_time(kit: Any) -> list[Any]:
     return [outcome(f) for f in acks0.futures + appended.futures]
 
 
+async def acks_zero_resolves_to_none(kit: Any) -> list[Any]:
+    """acks=0 (as aiokafka): no answer, every future resolves to None, exactly once."""
+    batch, later = kit.batch(3), kit.batch(1)
+    f0, f1, f2 = batch.futures
+    calls: list[Any] = []
+    f0.add_done_callback(lambda f: calls.append(("f0", f.result())))
+    f2.cancel()
+    batch.complete_none()
+    batch.fail(OSError("too late"))  # the first outcome wins
+    batch.complete()
+    trace: list[Any] = [[f.done() for f in batch.futures], list(calls)]
+    trace.append(await f1)  # done already: no suspension, so the callback has not run
+    trace.append([outcome(f) for f in batch.futures])
+    await settle()
+    trace.append(calls)
+    later.fail(OSError("first"))
+    later.complete_none()
+    trace.append(outcome(later.futures[0]))
+    return trace
+
+
 async def never_retrieved(kit: Any) -> list[Any]:
     loop = asyncio.get_running_loop()
     reported: list[Any] = []
@@ -407,6 +502,8 @@ SCENARIOS: list[Scenario] = [
     cancel_pending,
     pending_reads,
     callback_context,
+    callback_contexts_are_separate,
+    callbacks_keep_their_place_among_call_soon,
     callback_raises,
     wait_first_and_all,
     shield_survives,
@@ -417,6 +514,7 @@ SCENARIOS: list[Scenario] = [
     failed_batch,
     resolved_once,
     acks_zero_and_log_append_time,
+    acks_zero_resolves_to_none,
     never_retrieved,
 ]
 
@@ -463,6 +561,36 @@ async def test_contexts_errors_and_unretrieved_exceptions(cls: Any) -> None:
         [("RuntimeError", ("callback failed",))],
     ]
     assert await side_by_side(cls, never_retrieved) == [(True, True)]
+    assert await side_by_side(cls, callback_contexts_are_separate) == [
+        [
+            ("setter saw", "first"),  # the futures done already, first
+            ("reader saw", "first"),
+            ("reader saw", "second"),
+            ("setter saw", "first"),  # then the batch
+            ("reader saw", "first"),
+            ("reader saw", "first"),
+            ("reader saw", "second"),
+        ],
+        "second",
+    ]
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_callbacks_keep_asyncio_order_among_other_callbacks(cls: Any) -> None:
+    trace = await side_by_side(cls, callbacks_keep_their_place_among_call_soon)
+    assert trace[0] == []
+    assert trace[1] == [
+        "f0 a",
+        "f1 a",
+        "call_soon 1",
+        "f2 a",
+        "f0 b",
+        "later0",
+        "call_soon 2",
+        "later1",
+        "f1 nested",
+    ]
+    assert trace[2][9:] == ["added while running", "call_soon from a callback"]
 
 
 @pytest.mark.parametrize("cls", IMPLEMENTATIONS)
@@ -475,6 +603,14 @@ async def test_metadata_values(cls: Any) -> None:
         ("result", tuple(expected(1, 50, 123_456))),
     ]
     assert trace[0][1][3] == -1 and trace[3][1][3:6] == (51, 123_456, 1)
+    assert await side_by_side(cls, acks_zero_resolves_to_none) == [
+        [True, True, True],
+        [],
+        None,
+        [("result", None), ("result", None), ("cancelled",)],
+        [("f0", None)],
+        ("raised", "OSError", ("first",)),
+    ]
 
 
 # -- garbage collector -----------------------------------------------------------------

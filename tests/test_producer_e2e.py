@@ -16,6 +16,7 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # indepen
 from readers import ReadRecord, read_all_aiokafka, read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, RecordMetadata, TopicPartition, create_topics
+from aiokafka_lite.accumulator import BATCH_MEMORY, SEND_BOUND, SEND_RECORD_MEMORY
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     BufferFullError,
@@ -202,17 +203,18 @@ async def test_send_waits_at_most_max_block_ms_for_memory(
     topic = topic_factory(1, bootstrap=fresh_broker.bootstrap_servers)
     producer = AIOKafkaProducer(
         bootstrap_servers=fresh_broker.bootstrap_servers,
-        buffer_memory=8 * 1024,
+        # Six records of 1,000 bytes fit (each with what it holds), a seventh does not.
+        buffer_memory=BATCH_MEMORY + SEND_BOUND + 5 * SEND_RECORD_MEMORY + 6600,
         max_block_ms=300,
         request_timeout_ms=2000,
     )
     await producer.start()
     try:
         with pytest.raises(RecordTooLargeError, match="buffer_memory"):
-            await producer.send(topic, b"q" * 9000)  # can never fit, so fails at once
+            await producer.send(topic, b"q" * 12000)  # can never fit, so fails at once
         await producer.send_and_wait(topic, b"ok")
         fresh_broker.kill()  # from now on nothing is delivered, so nothing frees memory
-        # Six fill the buffer: each counts its ~1 KB and what its future holds (256 B).
+        # Six fill the buffer: each counts its ~1 KB and what its future holds.
         futures = [await producer.send(topic, b"r" * 1000) for _ in range(6)]
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError, match=r"buffer_memory .* max_block_ms"):

@@ -8,6 +8,7 @@ import pytest
 from conftest import TopicFactory
 
 from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite.accumulator import BATCH_MEMORY, SEND_BOUND, SEND_RECORD_MEMORY
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import KafkaTimeoutError, ProducerClosedError
 
@@ -18,7 +19,8 @@ async def test_a_send_waiting_for_memory_fails_as_closed_when_stop_gives_up(
     topic = topic_factory(1, bootstrap=fresh_broker.bootstrap_servers)
     async with AIOKafkaProducer(
         bootstrap_servers=fresh_broker.bootstrap_servers,
-        buffer_memory=4096,
+        # Room for a batch of three 1,000-byte records (with what each holds), not four.
+        buffer_memory=BATCH_MEMORY + SEND_BOUND + 2 * SEND_RECORD_MEMORY + 3600,
         request_timeout_ms=2000,
         max_block_ms=60_000,
     ) as producer:

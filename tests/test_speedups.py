@@ -202,6 +202,56 @@ def test_compiled_murmur2_equals_pure(data: bytes, n: int) -> None:
     assert CPARTITIONER.murmur2(bytearray(data)) == partitioner.py_murmur2(data)
 
 
+# send_many()'s items: mostly plain (bytes, bytes | None) pairs, some that are not (no key,
+# a str, a list, a wrong-length tuple, too large): each twin must stop at the same index.
+plain_pair = st.tuples(st.binary(max_size=40), st.none() | st.binary(max_size=60))
+odd_item = st.sampled_from(
+    [(None, b"v"), ("k", b"v"), (b"k", "v"), [b"k", b"v"], (b"k",), (b"k", b"v", b"x"), 7]
+) | st.tuples(st.binary(min_size=1, max_size=4), st.binary(min_size=90, max_size=120))
+
+
+def _place_all(place: Any, items: list[Any], partition: int | None, n: int) -> Any:
+    keys: list[Any] = [None] * len(items)
+    values: list[Any] = [None] * len(items)
+    by_partition: dict[int, list[int]] = {}
+    stops, i = [], 0
+    while i < len(items):  # as the producer does: resume after each record it stopped at
+        i = place(
+            items,
+            i,
+            len(items),
+            keys,
+            values,
+            partition,
+            n,
+            100,
+            partitioner.KeyHashCache(),
+            by_partition,
+        )
+        stops.append(i)
+        i += 1
+    return stops, by_partition, keys, values
+
+
+@needs_build
+@settings(max_examples=300, deadline=None)
+@given(
+    items=st.lists(plain_pair | odd_item, max_size=60),
+    partition=st.none() | st.integers(0, 5),
+    n=st.integers(1, 50),
+)
+def test_compiled_place_plain_places_as_pure(
+    items: list[Any], partition: int | None, n: int
+) -> None:
+    got = _place_all(CPARTITIONER.place_plain, items, partition, n)
+    assert got == _place_all(partitioner.py_place_plain, items, partition, n)
+    _, by_partition, keys, _ = got
+    for p, order in by_partition.items():  # each partition's records in input order
+        assert order == sorted(order)
+        if partition is None:
+            assert all(partitioner.py_default_partition(keys[i], n) == p for i in order)
+
+
 @needs_build
 def test_compiled_murmur2_java_vectors() -> None:
     rows = (ROOT / "tests" / "data" / "murmur2-vectors.tsv").read_text().splitlines()

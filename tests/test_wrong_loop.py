@@ -114,3 +114,32 @@ def test_created_outside_a_loop_and_started_inside_one_works(
             return (await producer.send_and_wait(topic, b"v")).offset
 
     assert asyncio.run(app()) == 0
+
+
+@pytest.mark.parametrize("other", ["asyncio", "uvloop"])
+def test_uvloop_producer_used_from_another_loop(
+    bootstrap: str, topic_factory: TopicFactory, other: str
+) -> None:
+    """uvloop keeps its thread private: send()'s cheap check falls back to comparing the
+    running loop, and must refuse another loop just as exactly."""
+    uvloop = pytest.importorskip("uvloop")  # installed by the dev extra (not on Windows)
+    topic = topic_factory(1)
+    loop_a = uvloop.new_event_loop()
+    producer: AIOKafkaProducer[bytes, bytes] = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    try:
+        loop_a.run_until_complete(producer.start())
+        loop_a.run_until_complete(producer.send_and_wait(topic, b"before"))
+
+        async def use_from_loop_b() -> None:
+            for call in (CALLS["send"], CALLS["send_and_wait"]):
+                async with asyncio.timeout(5):
+                    with pytest.raises(WrongEventLoopError, match="is used in event loop"):
+                        await call(producer, topic)
+
+        (uvloop.run if other == "uvloop" else asyncio.run)(use_from_loop_b())
+        loop_a.run_until_complete(producer.send_and_wait(topic, b"after"))
+    finally:
+        loop_a.run_until_complete(producer.stop())
+        loop_a.close()
+    values = [r.value for r in read_all_confluent(bootstrap, topic, expected=3, timeout=5)]
+    assert values == [b"before", b"after"]

@@ -40,12 +40,12 @@ cdef object _CancelledError = asyncio.CancelledError
 cdef object _InvalidStateError = asyncio.InvalidStateError
 cdef object _RecordMetadata = RecordMetadata
 
-# Bytes one pending record's delivery holds (see delivery.RECORD_MEMORY; ~194 measured
-# by benchmarks/record_memory.py): its RecordFuture (120, GC header included: delta and
+# Bytes one pending record's delivery holds (see delivery.RECORD_MEMORY; measured by
+# benchmarks/record_memory.py): its RecordFuture (136, GC header included: delta and
 # timestamp are C fields), its slot in the batch's list (8, and 4 as the list grows ahead
 # of use) and the Context of one done callback (64: an ``await``, ``gather`` or
 # ``add_done_callback``).
-RECORD_MEMORY = 120 + 8 + 4 + 64
+RECORD_MEMORY = 136 + 8 + 4 + 64
 # Bytes a batch's RecordFutures holds besides its records': the object (64), its list (56).
 FUTURES_MEMORY = 64 + 56
 
@@ -213,7 +213,13 @@ cdef class RecordFuture:
     cdef object _cb0
     cdef object _ctx0
     cdef object _callbacks  # None, or a list of (fn, context) after the first
-    cdef object _cancel_message
+    # Read by asyncio.gather (as asyncio.Future's) when a child was cancelled.
+    cdef readonly object _cancel_message
+    # A failed batch shares one exception among its futures (and stop() among batches):
+    # each raise starts again from the traceback it had when it was set, as asyncio's
+    # futures do, instead of growing it by every awaiter's frames.
+    cdef object _tb
+    cdef object __weakref__  # weak references work, as on asyncio.Future
     cdef Py_ssize_t _index
     cdef int64_t _timestamp
 
@@ -247,7 +253,7 @@ cdef class RecordFuture:
             return self._outcome
         if state == FAILED:
             self._log_traceback = False
-            raise self._outcome
+            raise self._outcome.with_traceback(self._tb)
         if state == CANCELLED:
             raise self._cancelled_error()
         raise _InvalidStateError("Result is not set.")
@@ -285,6 +291,10 @@ cdef class RecordFuture:
         if self._cancel_message is None:
             return _CancelledError()
         return _CancelledError(self._cancel_message)
+
+    def _make_cancelled_error(self):
+        """The CancelledError to raise (asyncio.gather calls it on a cancelled child)."""
+        return self._cancelled_error()
 
     # -- callbacks -------------------------------------------------------------------
 
@@ -352,6 +362,7 @@ cdef class RecordFuture:
                 "StopIteration interacts badly with generators and cannot be raised into a Future"
             )
         self._outcome = exception
+        self._tb = exception.__traceback__
         self._state = FAILED
         self._log_traceback = True
         _track(self)
@@ -497,12 +508,14 @@ cdef class RecordFutures:
     cdef void _settle(self, int state, object outcome) except *:
         cdef RecordFuture fut
         cdef list ready = None
+        cdef object tb = outcome.__traceback__ if state == FAILED else None
         for fut in self.futures:
             if fut._state != PENDING:  # the caller cancelled it
                 continue
             fut._state = state
             fut._outcome = outcome
             if state == FAILED:
+                fut._tb = tb
                 fut._log_traceback = True
                 _track(fut)  # the exception's traceback may lead back to it
             if fut._cb0 is not None:

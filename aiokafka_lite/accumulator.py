@@ -68,7 +68,9 @@ RUN_MEMORY = 64 + 32 + 56 + 56 + 224
 
 def _too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeError:
     return RecordTooLargeError(
-        f"a record of about {size} bytes for {topic} cannot fit in buffer_memory ({limit} bytes)"
+        f"a record for {topic} needs about {size} bytes of buffer (its encoded size plus what"
+        f" its delivery and a new batch hold while buffered): more than buffer_memory"
+        f" ({limit} bytes)"
     )
 
 

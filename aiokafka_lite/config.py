@@ -70,7 +70,8 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     acks: Literal[0, 1, -1, "all"] = "all"
     linger_ms: Annotated[float, msgspec.Meta(ge=0, le=INT64_MAX)] = 5
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=1 << 30)] = 16384
-    buffer_memory: Annotated[int, msgspec.Meta(ge=1024, le=INT64_MAX)] = 32 * 1024 * 1024
+    # At least what one small record starting a batch holds in either build (~1.4 KB).
+    buffer_memory: Annotated[int, msgspec.Meta(ge=4096, le=INT64_MAX)] = 32 * 1024 * 1024
     # A request frame's size prefix is an int32.
     max_request_size: Annotated[int, msgspec.Meta(ge=1, le=INT32_MAX)] = 1024 * 1024
     max_block_ms: _Ms = 60000

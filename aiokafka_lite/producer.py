@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import random
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import (
     Callable,
     Coroutine,
@@ -84,7 +86,7 @@ _producer_ids = itertools.count(1)
 # Bytes a record adds beyond its key, value and headers, at most: length,
 # attributes, timestamp and offset deltas, key/value lengths, header count,
 # plus the header of the batch it may have to start. Memory is reserved by
-# this upper bound, so buffer_memory is never exceeded.
+# this upper bound before the record is encoded.
 _RECORD_OVERHEAD = RECORD_OVERHEAD + BATCH_HEADER_SIZE
 # Records of a send_many() call checked and placed at a time (see _send_many_bulk).
 _SEND_MANY_CHUNK = 4096
@@ -103,6 +105,22 @@ class _NotChecked:
     """What send() compares with before its first full loop check: matches no thread."""
 
     _thread_id = None
+
+
+# Producers whose send() compares thread ids. A forked child keeps the forking thread's id,
+# so there that comparison would pass for a loop that no longer runs: the child forgets
+# what they compare, and each one's next send() takes the full check (which sees the fork).
+_loop_checked: weakref.WeakSet[AIOKafkaProducer[Any, Any]] = weakref.WeakSet()
+
+
+def _forget_loops_after_fork() -> None:
+    for producer in list(_loop_checked):
+        producer._send_loop = _NotChecked
+    _loop_checked.clear()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which cannot fork)
+    os.register_at_fork(after_in_child=_forget_loops_after_fork)
 
 
 class _RunningLoopThread:
@@ -669,6 +687,7 @@ class AIOKafkaProducer(Generic[K, V]):
         self._send_loop = (
             loop if isinstance(loop, asyncio.BaseEventLoop) else _RunningLoopThread(loop)
         )
+        _loop_checked.add(self)
 
     def _acknowledge(self, fut: asyncio.Future[RecordMetadata]) -> None:
         if fut.cancelled():

@@ -104,3 +104,16 @@ async def test_the_largest_accepted_values_work_on_the_wire() -> None:
     (produce,) = broker.requests_for(0)
     assert produce.decode().timeout_ms == INT32_MAX
     assert produce.client_id == "é" * 16383 + "x"
+
+
+async def test_the_smallest_buffer_memory_still_sends(bootstrap: str, topic_factory: Any) -> None:
+    """At the smallest buffer_memory the config accepts, small records go through both
+    send() and send_many() (each counts its bookkeeping too, whichever build is in use);
+    below it, the config says so."""
+    with pytest.raises(ConfigError, match="buffer_memory"):
+        AIOKafkaProducer(bootstrap_servers=bootstrap, buffer_memory=4095)
+    topic = topic_factory(1)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, buffer_memory=4096) as producer:
+        assert (await producer.send_and_wait(topic, b"x", key=b"k")).offset == 0
+        report = await (await producer.send_many(topic, [(b"k", b"y"), (None, b"z")]))
+        assert [md.offset for md in report] == [1, 2]

@@ -9,6 +9,7 @@ leave a record behind in the buffer.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 
@@ -143,3 +144,35 @@ def test_uvloop_producer_used_from_another_loop(
         loop_a.close()
     values = [r.value for r in read_all_confluent(bootstrap, topic, expected=3, timeout=5)]
     assert values == [b"before", b"after"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
+async def test_a_forked_child_using_the_parents_producer_is_refused(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """A child forked while the producer runs, calling send() from a loop of its own, gets
+    WrongEventLoopError, not a future that never resolves. (The child keeps the forking
+    thread's id, so the per-record check by thread id alone would let it through.)"""
+    topic = topic_factory(1)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0) as producer:
+        await producer.send_and_wait(topic, b"parent")  # send() takes the cheap check now
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report what send() did, then leave at once
+            outcome = "no error"
+            try:
+                asyncio.run(producer.send(topic, b"child"))
+            except WrongEventLoopError:
+                outcome = "WrongEventLoopError"
+            except BaseException as e:
+                outcome = type(e).__name__
+            finally:
+                os.write(write_fd, outcome.encode())
+                os._exit(0)
+        os.close(write_fd)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, os.waitpid, pid, 0)
+        with os.fdopen(read_fd, "rb") as pipe:
+            assert pipe.read() == b"WrongEventLoopError"
+        # The parent's producer is unaffected.
+        assert (await producer.send_and_wait(topic, b"after")).offset == 1

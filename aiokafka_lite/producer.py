@@ -13,12 +13,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
 import random
 import threading
 import time
 import warnings
-import weakref
 from collections.abc import (
     Callable,
     Coroutine,
@@ -31,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
-from . import checks, compat, serializers
+from . import checks, compat, loop_check, serializers
 from .accumulator import BulkDelivery, RecordAccumulator
 from .batch_builder import BatchBuilder
 from .client import NetworkClient
@@ -47,7 +45,6 @@ from .errors import (
     ProducerNotStartedError,
     RecordTooLargeError,
     UnknownTopicTimeoutError,
-    WrongEventLoopError,
     error_from_response,
 )
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
@@ -95,57 +92,16 @@ _FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_F
 
 _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 
-_running_loop = asyncio.get_running_loop
 # send() compares it with the thread id of the producer's loop on every record:
 # asyncio.get_running_loop() makes a getpid() syscall (to notice forks) on every call.
 _get_ident = threading.get_ident
-
-
-class _NotChecked:
-    """What send() compares with before its first full loop check: matches no thread."""
-
-    _thread_id = None
-
-
-# Producers whose send() compares thread ids. A forked child keeps the forking thread's id,
-# so there that comparison would pass for a loop that no longer runs: the child forgets
-# what they compare, and each one's next send() takes the full check (which sees the fork).
-_loop_checked: weakref.WeakSet[AIOKafkaProducer[Any, Any]] = weakref.WeakSet()
-
-
-def _forget_loops_after_fork() -> None:
-    for producer in list(_loop_checked):
-        producer._send_loop = _NotChecked
-    _loop_checked.clear()
-
-
-if hasattr(os, "register_at_fork"):  # (not on Windows, which cannot fork)
-    os.register_at_fork(after_in_child=_forget_loops_after_fork)
-
-
-class _RunningLoopThread:
-    """For loops that keep their thread private (uvloop): ``_thread_id`` is the caller's
-    thread id when ``loop`` is the loop running in it, else None (the full check's cost)."""
-
-    __slots__ = ("_loop",)
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-
-    @property
-    def _thread_id(self) -> int | None:
-        try:
-            running = _running_loop()
-        except RuntimeError:
-            return None
-        return _get_ident() if running is self._loop else None
 
 
 class AIOKafkaProducer(Generic[K, V]):
     """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
 
     # What send()'s loop check compares (see _check_send): set by its first full check.
-    _send_loop: Any = _NotChecked
+    _send_loop: Any = loop_check.NotChecked
 
     def __init__(
         self,
@@ -357,24 +313,9 @@ class AIOKafkaProducer(Generic[K, V]):
         Used from another loop, our futures and timers would never fire there
         (or fire in a loop nobody awaits): fail at once instead of hanging.
         """
-        try:
-            current: asyncio.AbstractEventLoop | None = _running_loop()
-        except RuntimeError:
-            current = None
-        if current is self._loop:
-            return
-        where = "outside any event loop" if current is None else f"in event loop {current!r}"
-        started = f"event loop {self._loop!r}"
-        if self._loop is not None and self._loop.is_closed():
-            started += " (closed since)"
-        raise WrongEventLoopError(
-            f"this producer was started in {started} in thread {self._loop_thread!r}, "
-            f"but is used {where} in thread {threading.current_thread().name!r}. "
-            "A producer belongs to the event loop that started it: create and start it "
-            "in the loop that uses it (e.g. in FastAPI's lifespan, not at import time or "
-            "in a separate asyncio.run()), or use aiokafka_lite.sync.Producer from "
-            "threads and non-async code"
-        )
+        current = loop_check.running_loop()
+        if current is not self._loop:
+            raise loop_check.wrong_loop(self._loop, self._loop_thread, current)
 
     def _check_running(self) -> None:
         if self._state == _STARTED:
@@ -586,20 +527,10 @@ class AIOKafkaProducer(Generic[K, V]):
 
     def _check_send(self) -> None:
         """send()'s full check (raises unless started and in its loop), then what the
-        per-record check compares from now on.
-
-        An asyncio loop's ``_thread_id`` is the id of the thread running it (None when it
-        is not running). Equal to the caller's exactly when this loop is the one running
-        in the caller's thread (asyncio runs one loop per thread at a time), so comparing
-        the two is the full check at the cost of an attribute read and ``get_ident()``.
-        """
+        per-record check compares from now on (see :mod:`aiokafka_lite.loop_check`)."""
         self._check_running()
-        loop = self._loop
-        assert loop is not None  # started
-        self._send_loop = (
-            loop if isinstance(loop, asyncio.BaseEventLoop) else _RunningLoopThread(loop)
-        )
-        _loop_checked.add(self)
+        assert self._loop is not None  # started
+        loop_check.remember(self, self._loop)
 
     def _acknowledge(self, fut: asyncio.Future[RecordMetadata]) -> None:
         if fut.cancelled():

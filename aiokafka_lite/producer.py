@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import random
 import threading
 import time
 import warnings
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
-from . import checks, compat, loop_check, serializers
+from . import bulk_send, checks, compat, loop_check, serializers
 from .accumulator import BulkDelivery, RecordAccumulator
 from .batch_builder import BatchBuilder
 from .client import NetworkClient
@@ -49,8 +48,9 @@ from .errors import (
 )
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .metadata import Metadata
-from .partitioner import KeyHashCache, StickyPartitioner, place_plain
-from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header
+from .partitioner import KeyHashCache
+from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
+from .records import Header
 from .runtime import Runtime
 from .sender import Sender
 from .structs import (
@@ -80,13 +80,6 @@ else:
 # Numbers unnamed producers, as Java's producer-1, producer-2, ...
 _producer_ids = itertools.count(1)
 
-# Bytes a record adds beyond its key, value and headers, at most: length,
-# attributes, timestamp and offset deltas, key/value lengths, header count,
-# plus the header of the batch it may have to start. Memory is reserved by
-# this upper bound before the record is encoded.
-_RECORD_OVERHEAD = RECORD_OVERHEAD + BATCH_HEADER_SIZE
-# Records of a send_many() call checked and placed at a time (see _send_many_bulk).
-_SEND_MANY_CHUNK = 4096
 # Errors that mean "this topic will not appear by waiting".
 _FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
 
@@ -147,8 +140,17 @@ class AIOKafkaProducer(Generic[K, V]):
         self._codec_id = 0 if codec is None else codec.id
         self._hashes = KeyHashCache()
         self._hash_peek = self._hashes.peek
-        self._sticky = StickyPartitioner()
-        self._sticky_bytes: dict[str, int] = {}
+        self._placement = placement = RecordPlacement(
+            self._key_serializer,
+            self._value_serializer,
+            self._partitioner,
+            cfg.max_request_size,
+            cfg.batch_size,
+            self._hashes,
+        )
+        # Bound once: send() calls them as it did methods, without going through placement.
+        self._prepare = placement.prepare
+        self._place = placement.place
         self._interceptors = tuple(cfg.interceptors)
         # Whether send() has work beyond the plain path: interceptors to run, or
         # a transaction to check. One test per record for the producers without.
@@ -215,6 +217,7 @@ class AIOKafkaProducer(Generic[K, V]):
             runtime = Runtime(self._config, self._compress, self._codec_id, self._on_fatal)
             self._runtime = runtime
             self._client, self._metadata = runtime.client, runtime.metadata
+            self._placement.metadata = runtime.metadata
             self._acc, self._sender = runtime.acc, runtime.sender
             await runtime.open()
         except BaseException as e:
@@ -492,7 +495,7 @@ class AIOKafkaProducer(Generic[K, V]):
             ):
                 k, v, size, headers = self._prepare(topic, k, v, headers)
             else:  # plain bytes: the common case, sized inline
-                size = _RECORD_OVERHEAD
+                size = MAX_RECORD_OVERHEAD
                 if k is not None:
                     size += len(k)
                 if v is not None:
@@ -591,73 +594,6 @@ class AIOKafkaProducer(Generic[K, V]):
             )
         return fut
 
-    def _prepare(
-        self, topic: str, key: Any, value: Any, headers: Sequence[Header] | None
-    ) -> tuple[bytes | None, bytes | None, int, Sequence[Header] | None]:
-        """Serialize and size-check one record (raises for this record only)."""
-        key, value = checks.serialize(
-            self._key_serializer, self._value_serializer, key, value, topic
-        )
-        size = _RECORD_OVERHEAD
-        if key is not None:
-            size += len(key)
-        if value is not None:
-            size += len(value)
-        headers = checks.check_headers(headers, topic)
-        if headers is not None:
-            for hkey, hvalue in headers:
-                size += 10 + len(hkey) * 4 + (len(hvalue) if hvalue is not None else 0)
-        if size > self._max_request_size:
-            raise RecordTooLargeError(
-                f"a record of {size} bytes for {topic!r} is larger than max_request_size "
-                f"({self._max_request_size})"
-            )
-        return key, value, size, headers
-
-    def _place(
-        self,
-        topic: str,
-        key: bytes | None,
-        parts: Sequence[Any],
-        size: int,
-        partition: int | None,
-    ) -> int:
-        """The partition for a record: checked if given, else chosen as Java does."""
-        n = len(parts)
-        if partition is not None:
-            if type(partition) is not int or not 0 <= partition < n:
-                raise checks.bad_partition(partition, topic, n)
-            return partition
-        if self._partitioner is not None:
-            available = self._metadata.cluster.available_partitions_by_topic.get(topic, ())
-            chosen = int(self._partitioner(key, list(range(n)), list(available)))
-            if not 0 <= chosen < n:
-                raise ValueError(f"partitioner returned {chosen} for {topic!r} with {n} partitions")
-            return chosen
-        if key is not None:
-            return self._hashes.hash(bytes(key)) % n
-        return self._sticky_partition(topic, n, size)
-
-    def _place_batch(self, topic: str, parts: Sequence[Any], partition: int | None) -> int:
-        if partition is not None or self._partitioner is not None:
-            return self._place(topic, None, parts, 0, partition)
-        # A whole batch: any available partition (aiokafka picks one at random too).
-        available = self._metadata.cluster.available_partitions_by_topic.get(topic)
-        return random.choice(available) if available else random.randrange(len(parts))
-
-    def _sticky_partition(self, topic: str, n: int, size: int) -> int:
-        # KIP-794: keyless records stick to one partition until about a batch
-        # worth of bytes went to it, then move on; batches fill up instead of
-        # spreading thin records over every partition.
-        available = self._metadata.cluster.available_partitions_by_topic.get(topic, ())
-        partition = self._sticky.partition(topic, available, n)
-        produced = self._sticky_bytes.get(topic, 0) + size
-        if produced >= self._batch_size:
-            self._sticky.on_new_batch(topic, partition, available, n)
-            produced = 0
-        self._sticky_bytes[topic] = produced
-        return partition
-
     def _known_partitions(self, topic: str) -> tuple[Any, ...] | None:
         try:
             return self._metadata.partitions_by_topic.get(topic)
@@ -739,7 +675,7 @@ class AIOKafkaProducer(Generic[K, V]):
         parts = self._known_partitions(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
-        partition = self._place_batch(topic, parts, partition)
+        partition = self._placement.place_batch(topic, parts, partition)
         if not batch.record_count():
             # Nothing to send: resolved at once, to None (as aiokafka's).
             batch.close()
@@ -791,126 +727,13 @@ class AIOKafkaProducer(Generic[K, V]):
         items = records if isinstance(records, list) else list(records)
         delivery = BulkDelivery(self._acc.create_future(), topic, len(items))
         if self._interceptors:
-            await self._send_many_each(topic, items, partition, delivery)
+            await bulk_send.send_each(self.send, topic, items, partition, delivery)
         else:
-            await self._send_many_bulk(topic, items, partition, parts, delivery, deadline)
+            await bulk_send.send_runs(
+                self._acc, self._placement, topic, items, partition, parts, delivery, deadline
+            )
         delivery.seal()
         return delivery.future
-
-    async def _send_many_bulk(
-        self,
-        topic: str,
-        items: list[tuple[Any, Any]],
-        partition: int | None,
-        parts: Sequence[Any],
-        delivery: BulkDelivery,
-        deadline: float,
-    ) -> None:
-        # send()'s checks for a chunk of records at a time, then each partition's
-        # records of the chunk are encoded in one run: no future and no call per
-        # record. Chunks let the sender ship early batches while later ones are
-        # still being encoded.
-        count = len(items)
-        keys: list[bytes | None] = [None] * count
-        values: list[bytes | None] = [None] * count
-        ts = int(time.time() * 1000)
-        for lo in range(0, count, _SEND_MANY_CHUNK):
-            hi = min(lo + _SEND_MANY_CHUNK, count)
-            by_partition = self._group(
-                topic, items, lo, hi, keys, values, partition, parts, delivery
-            )
-            for p, order in by_partition.items():
-                await self._acc.append_many(topic, p, ts, keys, values, order, delivery, deadline)
-
-    def _group(
-        self,
-        topic: str,
-        items: list[tuple[Any, Any]],
-        lo: int,
-        hi: int,
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        partition: int | None,
-        parts: Sequence[Any],
-        delivery: BulkDelivery,
-    ) -> dict[int, list[int]]:
-        """Check, serialize and place ``items[lo:hi]`` into keys/values: partition -> indices."""
-        by_partition: dict[int, list[int]] = {}
-        plain = not self._serializing and self._partitioner is None
-        limit = self._max_request_size - _RECORD_OVERHEAD
-        i = lo
-        while i < hi:
-            if plain:  # a run of plain records in one call (compiled when built)
-                i = place_plain(
-                    items,
-                    i,
-                    hi,
-                    keys,
-                    values,
-                    partition,
-                    len(parts),
-                    limit,
-                    self._hashes,
-                    by_partition,
-                )
-                if i == hi:
-                    break
-            self._group_one(topic, items, i, keys, values, partition, parts, delivery, by_partition)
-            i += 1
-        return by_partition
-
-    def _group_one(
-        self,
-        topic: str,
-        items: list[tuple[Any, Any]],
-        i: int,
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        partition: int | None,
-        parts: Sequence[Any],
-        delivery: BulkDelivery,
-        by_partition: dict[int, list[int]],
-    ) -> None:
-        """send()'s full checks, serializers and placement for record ``i`` alone."""
-        try:
-            k, v = items[i]
-        except (TypeError, ValueError):
-            delivery.record_failed(i, _not_a_pair(items[i], i, topic))
-            return
-        try:
-            k, v, size, _ = self._prepare(topic, k, v, None)
-            p = self._place(topic, k, parts, size, partition)
-        except Exception as e:  # this record only
-            delivery.record_failed(i, e)
-            return
-        keys[i] = k
-        values[i] = v
-        order = by_partition.get(p)
-        if order is None:
-            by_partition[p] = [i]
-        else:
-            order.append(i)
-
-    async def _send_many_each(
-        self,
-        topic: str,
-        items: list[tuple[Any, Any]],
-        partition: int | None,
-        delivery: BulkDelivery,
-    ) -> None:
-        # With interceptors each record takes send()'s own path, so that they see it.
-        for i, item in enumerate(items):
-            try:
-                k, v = item
-            except (TypeError, ValueError):
-                delivery.record_failed(i, _not_a_pair(item, i, topic))
-                continue
-            try:
-                fut = await self.send(topic, v, k, partition)
-            except Exception as e:  # this record only, as in _send_many_bulk
-                delivery.record_failed(i, e)
-            else:
-                delivery.track(i, fut)
 
 
 class Transaction:
@@ -947,10 +770,3 @@ def _log_unawaited_failure(handle: Handle[None]) -> None:
     # Its caller was cancelled, so nobody else will see how it ended.
     if (exc := handle.exception()) is not None:
         log.warning("%s() failed after its caller was cancelled: %s", handle.name, exc)
-
-
-def _not_a_pair(item: object, index: int, topic: str) -> TypeError:
-    return TypeError(
-        f"records for {topic!r}: record {index} must be a (key, value) pair, "
-        f"got {type(item).__name__}"
-    )

@@ -59,8 +59,9 @@ from .structs import (
     RecordMetadata,
     TopicPartition,
 )
-from .tasks import Handle, uncancellable
-from .transaction import BegunTransaction, TransactionManager
+from .tasks import uncancellable
+from .transaction import TransactionManager
+from .txn_result import Transaction, TransactionalResult
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
 
@@ -156,7 +157,7 @@ class AIOKafkaProducer(Generic[K, V]):
         # a transaction to check. One test per record for the producers without.
         self._wrapped = bool(self._interceptors) or cfg.transactional_id is not None
         self._state = _NEW
-        self._txn_ending: Handle[None] | None = None  # a commit or abort under way
+        self._txn_result = TransactionalResult()  # a commit or abort under way
         self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = ""
@@ -273,7 +274,7 @@ class AIOKafkaProducer(Generic[K, V]):
             self._state = _CLOSING
             if timeout is None:
                 timeout = self._config.delivery_timeout_ms / 1000
-            await self._runtime.close(timeout, self._txn_ending)
+            await self._runtime.close(timeout, self._txn_result.handle)
         finally:
             self._state = _CLOSED
             stopping.set_result(None)
@@ -355,23 +356,7 @@ class AIOKafkaProducer(Generic[K, V]):
         (``asyncio.create_task(producer.begin_transaction())``) and cancelled
         before it ran, it leaves no transaction open, as in aiokafka.
         """
-        txn = self._transactions()
-        ending = self._txn_ending
-        if ending is not None and not ending.done():
-            return self._begin_after(ending)
-        txn.begin()
-        return BegunTransaction(txn)
-
-    async def _begin_after(self, ending: Handle[None]) -> None:
-        try:
-            async with asyncio.timeout(self._max_block):
-                await ending.wait()
-        except TimeoutError:
-            raise KafkaTimeoutError(
-                f"begin_transaction(): {ending.name}() did not finish within "
-                f"max_block_ms ({self._config.max_block_ms} ms)"
-            ) from None
-        self._transactions().begin()
+        return self._txn_result.begin(self._transactions, self._config.max_block_ms)
 
     async def commit_transaction(self) -> None:
         """Deliver every record of the transaction, then commit it.
@@ -391,22 +376,8 @@ class AIOKafkaProducer(Generic[K, V]):
     async def _end_transaction(
         self, name: str, op: Callable[[], Coroutine[Any, Any, None]]
     ) -> None:
-        # The commit or abort runs as a task of its own, awaited through a
-        # shield: a caller's timeout or cancellation cannot stop it half-way
-        # (which would leave the transaction neither committed nor aborted).
-        running = self._txn_ending
-        if running is not None and not running.done() and running.name == name:
-            handle = running  # called again (after a cancelled call, or concurrently): join it
-        else:
-            # op() checks the state and raises at once, or begins the commit/abort.
-            coro = op()
-            assert self._runtime is not None  # (op() raised if the producer is not started)
-            handle = self._txn_ending = self._runtime.tasks.spawn(_await, coro, name=name)
-        try:
-            await handle
-        except asyncio.CancelledError:
-            handle.add_done_callback(_log_unawaited_failure)
-            raise
+        assert self._runtime is not None  # (op came from _transactions(): started)
+        await self._txn_result.end(name, op, self._runtime.tasks)
 
     async def send_offsets_to_transaction(
         self,
@@ -422,6 +393,10 @@ class AIOKafkaProducer(Generic[K, V]):
     def transaction(self) -> Transaction:
         """``async with producer.transaction():`` begins; commits, or aborts on an exception."""
         return Transaction(self)
+
+    def _transaction_open(self) -> bool:
+        txn = self._sender.transactions
+        return txn is not None and txn.open
 
     def _check_transactional_send(self) -> None:
         txn = self._sender.transactions if self._state == _STARTED else None
@@ -734,39 +709,3 @@ class AIOKafkaProducer(Generic[K, V]):
             )
         delivery.seal()
         return delivery.future
-
-
-class Transaction:
-    """``async with producer.transaction():`` (aiokafka's TransactionContext)."""
-
-    def __init__(self, producer: AIOKafkaProducer[Any, Any]) -> None:
-        self._producer = producer
-
-    async def __aenter__(self) -> Transaction:
-        await self._producer.begin_transaction()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            await self._producer.commit_transaction()
-            return
-        txn = self._producer._sender.transactions
-        if txn is not None and txn.open:
-            # (Not after a fatal error, or if the block ended the transaction
-            # itself: the exception raised says what happened.)
-            await self._producer.abort_transaction()
-
-
-async def _await(coro: Coroutine[Any, Any, None]) -> None:
-    await coro
-
-
-def _log_unawaited_failure(handle: Handle[None]) -> None:
-    # Its caller was cancelled, so nobody else will see how it ended.
-    if (exc := handle.exception()) is not None:
-        log.warning("%s() failed after its caller was cancelled: %s", handle.name, exc)

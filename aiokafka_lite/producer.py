@@ -35,7 +35,6 @@ from .client import NetworkClient
 from .compression import get_codec
 from .config import ProducerConfig
 from .errors import (
-    AuthenticationFailedError,
     BufferFullError,
     IllegalStateError,
     KafkaError,
@@ -43,11 +42,9 @@ from .errors import (
     ProducerClosedError,
     ProducerNotStartedError,
     RecordTooLargeError,
-    UnknownTopicTimeoutError,
-    error_from_response,
 )
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
-from .metadata import Metadata
+from .metadata import Metadata, wait_on_metadata
 from .partitioner import KeyHashCache
 from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
 from .records import Header
@@ -80,9 +77,6 @@ else:
 
 # Numbers unnamed producers, as Java's producer-1, producer-2, ...
 _producer_ids = itertools.count(1)
-
-# Errors that mean "this topic will not appear by waiting".
-_FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
 
 _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 
@@ -407,24 +401,8 @@ class AIOKafkaProducer(Generic[K, V]):
         """A snapshot of the producer's metrics, under Java's names (see
         :data:`aiokafka_lite.metrics.METRIC_DOCS`): rates, averages and maxima over the
         last 30 s, totals since start. Empty before :meth:`start`."""
-        if self._state == _NEW:
-            return {}
-        sender, acc = self._sender, self._acc
-        snapshot = sender.metrics.snapshot()
-        snapshot.update(
-            {
-                "request-total": sender.requests_sent,
-                "batch-total": sender.batches_sent,
-                "record-send-total": sender.records_sent,
-                "record-retry-total": sender.records_retried,
-                "record-error-total": sender.records_failed,
-                "buffer-total-bytes": acc.limit,
-                "buffer-available-bytes": acc.limit - acc.used,
-                "waiting-threads": acc.waiting_for_memory,
-                "metadata-age": time.monotonic() - self._metadata.last_success,
-            }
-        )
-        return snapshot
+        # (No runtime: never started, or its start() failed before making one.)
+        return {} if self._runtime is None else self._runtime.metrics()
 
     # -- sending -------------------------------------------------------------------
 
@@ -576,41 +554,17 @@ class AIOKafkaProducer(Generic[K, V]):
             return None
 
     async def _wait_on_metadata(self, topic: str, deadline: float) -> tuple[Any, ...]:
-        """Java's waitOnMetadata: ask for the topic, await version bumps until it is known."""
+        """Java's waitOnMetadata: until ``topic``'s partitions are known, or ``deadline``."""
         checks.check_topic(topic)
         self._check_running()
-        metadata = self._metadata
-        metadata.add_topic(topic)
-        while True:
-            parts = metadata.partitions_by_topic.get(topic)
-            if parts is not None:
-                return parts
-            if isinstance(metadata.last_error, AuthenticationFailedError):
-                # A new instance per send: re-raising one would grow its traceback.
-                raise AuthenticationFailedError(str(metadata.last_error)) from None
-            code = metadata.cluster.topic_errors.get(topic)
-            if code in _FATAL_TOPIC_ERRORS:
-                raise error_from_response(code, topic=topic)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                # Say why: the topic's error, else why the last refresh failed.
-                cause = metadata.last_error
-                detail = f" (last error: {error_from_response(code).name})" if code else ""
-                if not detail and cause is not None:
-                    detail = f" (last metadata error: {cause})"
-                raise UnknownTopicTimeoutError(
-                    f"topic {topic!r} not present in metadata after "
-                    f"{self._config.max_block_ms} ms (max_block_ms){detail}",
-                    topic=topic,
-                ) from cause
-            version = metadata.request_update()
-            self._wakeup()
-            try:
-                await metadata.wait_for_update(version, remaining)
-            except TimeoutError:
-                continue
-            if self._state != _STARTED:
-                self._check_running()
+        return await wait_on_metadata(
+            self._metadata,
+            topic,
+            deadline,
+            self._config.max_block_ms,
+            self._wakeup,
+            self._check_running,
+        )
 
     async def partitions_for(self, topic: str) -> set[int]:
         """The partition ids of ``topic`` (fetching its metadata if needed)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import checks
 from .compression import Compressor
+from .errors import RecordTooLargeError
 from .records import Header, RecordBatchBuilder
 from .structs import BatchRecordMetadata
 
@@ -101,8 +102,19 @@ class BatchBuilder:
     def record_count(self) -> int:
         return 0 if self._builder is None else self._builder.count
 
-    def _take(self) -> RecordBatchBuilder:
-        assert self._builder is not None  # send_batch checked it holds records
-        builder, self._builder = self._builder, None
+    def _take(self, topic: str, max_request_size: int) -> RecordBatchBuilder | None:
+        """For ``send_batch``: the records, closing this batch; None when it holds none."""
+        builder = self._builder
+        if builder is None or not builder.count:
+            self._closed = True  # nothing to send (send_batch resolves it at once)
+            return None
+        if len(builder.buf) > max_request_size:
+            # A batch's first record is always accepted, so one big record can
+            # make it larger than the broker would take.
+            raise RecordTooLargeError(
+                f"a batch of {len(builder.buf)} bytes for {topic!r} is larger than "
+                f"max_request_size ({max_request_size})"
+            )
+        self._builder = None
         self._closed = True
         return builder

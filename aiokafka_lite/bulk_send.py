@@ -16,19 +16,46 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from .accumulator import RecordAccumulator
 from .bulk_delivery import BulkDelivery
 from .partitioner import place_plain
 from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
-from .structs import RecordMetadata
+from .structs import DeliveryReport, RecordMetadata
 
-__all__ = ["CHUNK", "send_each", "send_runs"]
+__all__ = ["CHUNK", "send_each", "send_many", "send_runs"]
 
 # Records of a send_many() call checked and placed at a time (see send_runs).
 CHUNK = 4096
+
+SendOne = Callable[[str, Any, Any, int | None], Awaitable[asyncio.Future[RecordMetadata]]]
+
+
+async def send_many(
+    acc: RecordAccumulator,
+    placement: RecordPlacement,
+    send: SendOne | None,
+    topic: str,
+    records: Iterable[tuple[Any, Any]],
+    partition: int | None,
+    parts: Sequence[Any],
+    deadline: float,
+) -> asyncio.Future[DeliveryReport]:
+    """``records`` appended (through ``send``, when given), and the future of them all.
+
+    ``partition`` and the metadata (``parts``) are checked and known; ``deadline``
+    (monotonic) bounds the waits for memory.
+    """
+    items = records if isinstance(records, list) else list(records)
+    delivery = BulkDelivery(acc.create_future(), topic, len(items))
+    if send is not None:
+        await send_each(send, topic, items, partition, delivery)
+    else:
+        await send_runs(acc, placement, topic, items, partition, parts, delivery, deadline)
+    delivery.seal()
+    return delivery.future
 
 
 async def send_runs(
@@ -134,7 +161,7 @@ def _group_one(
 
 
 async def send_each(
-    send: Callable[[str, Any, Any, int | None], Awaitable[asyncio.Future[RecordMetadata]]],
+    send: SendOne,
     topic: str,
     items: list[tuple[Any, Any]],
     partition: int | None,

@@ -15,7 +15,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import checks
+from . import checks, compat, serializers
+from .config import ProducerConfig
 from .errors import RecordTooLargeError
 from .metadata import Metadata
 from .partitioner import KeyHashCache, StickyPartitioner
@@ -33,23 +34,25 @@ MAX_RECORD_OVERHEAD = RECORD_OVERHEAD + BATCH_HEADER_SIZE
 class RecordPlacement:
     """One producer's serializers, size limit and partition choice."""
 
-    def __init__(
-        self,
-        key_serializer: Callable[[Any], bytes | None] | None,
-        value_serializer: Callable[[Any], bytes | None] | None,
-        partitioner: Callable[..., int] | None,
-        max_request_size: int,
-        batch_size: int,
-        hashes: KeyHashCache,
-    ) -> None:
-        self._key_serializer = key_serializer
-        self._value_serializer = value_serializer
-        self._partitioner = partitioner  # None: Java's default (murmur2, sticky)
-        self.max_request_size = max_request_size
-        self._batch_size = batch_size
-        self.hashes = hashes  # shared with send()'s inline keyed path
+    def __init__(self, config: ProducerConfig) -> None:
+        self.key_serializer = serializers.resolve(config.key_serializer)
+        self.value_serializer = serializers.resolve(config.value_serializer)
+        # None: Java's default (murmur2 for keys, sticky for keyless records), which is
+        # also what aiokafka's own default (FastStream passes it explicitly) does.
+        self.partitioner: Callable[..., int] | None = (
+            None
+            if compat.is_aiokafka_default_partitioner(config.partitioner)
+            else config.partitioner
+        )
+        self.max_request_size = config.max_request_size
+        self._batch_size = config.batch_size
+        self.hashes = KeyHashCache()  # shared with send()'s inline keyed path
         # Records that need nothing but a type check and murmur2 (send_many's runs).
-        self.plain = key_serializer is None and value_serializer is None and partitioner is None
+        self.plain = (
+            self.key_serializer is None
+            and self.value_serializer is None
+            and self.partitioner is None
+        )
         self._sticky = StickyPartitioner()
         self._sticky_bytes: dict[str, int] = {}
         # The cluster the partitions are chosen in: set when the producer starts.
@@ -59,9 +62,7 @@ class RecordPlacement:
         self, topic: str, key: Any, value: Any, headers: Sequence[Header] | None
     ) -> tuple[bytes | None, bytes | None, int, Sequence[Header] | None]:
         """Serialize and size-check one record (raises for this record only)."""
-        key, value = checks.serialize(
-            self._key_serializer, self._value_serializer, key, value, topic
-        )
+        key, value = checks.serialize(self.key_serializer, self.value_serializer, key, value, topic)
         size = MAX_RECORD_OVERHEAD
         if key is not None:
             size += len(key)
@@ -92,9 +93,9 @@ class RecordPlacement:
             if type(partition) is not int or not 0 <= partition < n:
                 raise checks.bad_partition(partition, topic, n)
             return partition
-        if self._partitioner is not None:
+        if self.partitioner is not None:
             available = self.metadata.cluster.available_partitions_by_topic.get(topic, ())
-            chosen = int(self._partitioner(key, list(range(n)), list(available)))
+            chosen = int(self.partitioner(key, list(range(n)), list(available)))
             if not 0 <= chosen < n:
                 raise ValueError(f"partitioner returned {chosen} for {topic!r} with {n} partitions")
             return chosen
@@ -104,7 +105,7 @@ class RecordPlacement:
 
     def place_batch(self, topic: str, parts: Sequence[Any], partition: int | None) -> int:
         """The partition for a batch built with ``create_batch`` (no key to hash)."""
-        if partition is not None or self._partitioner is not None:
+        if partition is not None or self.partitioner is not None:
             return self.place(topic, None, parts, 0, partition)
         # A whole batch: any available partition (aiokafka picks one at random too).
         available = self.metadata.cluster.available_partitions_by_topic.get(topic)

@@ -11,25 +11,16 @@ up (same bound).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import threading
 import time
 import warnings
-from collections.abc import (
-    Callable,
-    Coroutine,
-    Iterable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import msgspec
-
-from . import bulk_send, checks, compat, loop_check, serializers
-from .accumulator import BulkDelivery, RecordAccumulator
+from . import bulk_send, checks, compat, loop_check
+from .accumulator import RecordAccumulator
 from .batch_builder import BatchBuilder
 from .client import NetworkClient
 from .compression import get_codec
@@ -41,21 +32,14 @@ from .errors import (
     KafkaTimeoutError,
     ProducerClosedError,
     ProducerNotStartedError,
-    RecordTooLargeError,
 )
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .metadata import Metadata, wait_on_metadata
-from .partitioner import KeyHashCache
 from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
 from .records import Header
 from .runtime import Runtime
 from .sender import Sender
-from .structs import (
-    DeliveryReport,
-    OffsetAndMetadata,
-    RecordMetadata,
-    TopicPartition,
-)
+from .structs import DeliveryReport, OffsetAndMetadata, RecordMetadata, TopicPartition
 from .tasks import uncancellable
 from .transaction import TransactionManager
 from .txn_result import Transaction, TransactionalResult
@@ -74,9 +58,6 @@ if TYPE_CHECKING:
 else:
     K = TypeVar("K")
     V = TypeVar("V")
-
-# Numbers unnamed producers, as Java's producer-1, producer-2, ...
-_producer_ids = itertools.count(1)
 
 _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 
@@ -114,18 +95,8 @@ class AIOKafkaProducer(Generic[K, V]):
             config["key_serializer"] = key_serializer
         if value_serializer is not None:
             config["value_serializer"] = value_serializer
-        cfg = ProducerConfig.from_kwargs(**config)
-        if cfg.client_id is None:
-            # As Java: an unnamed producer still gets a name, so that broker logs
-            # and quotas can tell producers apart (after its transactional id if any).
-            suffix = cfg.transactional_id or str(next(_producer_ids))
-            cfg = msgspec.structs.replace(cfg, client_id=f"aiokafka-lite-producer-{suffix}")
+        cfg = ProducerConfig.from_kwargs(**config).named()
         self._config = cfg
-        self._key_serializer = serializers.resolve(cfg.key_serializer)
-        self._value_serializer = serializers.resolve(cfg.value_serializer)
-        self._partitioner: Callable[..., int] | None = (
-            None if compat.is_aiokafka_default_partitioner(cfg.partitioner) else cfg.partitioner
-        )
         self._serializing = cfg.key_serializer is not None or cfg.value_serializer is not None
         self._max_block = cfg.max_block_ms / 1000
         self._max_request_size = cfg.max_request_size
@@ -133,17 +104,12 @@ class AIOKafkaProducer(Generic[K, V]):
         codec = get_codec(cfg.compression_type)
         self._compress = None if codec is None else codec.compressor(cfg.compression_level)
         self._codec_id = 0 if codec is None else codec.id
-        self._hashes = KeyHashCache()
-        self._hash_peek = self._hashes.peek
-        self._placement = placement = RecordPlacement(
-            self._key_serializer,
-            self._value_serializer,
-            self._partitioner,
-            cfg.max_request_size,
-            cfg.batch_size,
-            self._hashes,
-        )
-        # Bound once: send() calls them as it did methods, without going through placement.
+        self._placement = placement = RecordPlacement(cfg)
+        # Bound once: send() reads them as before, its inline paths without going through
+        # placement (the partitioner, the key hash cache), the others as its own methods.
+        self._partitioner = placement.partitioner
+        self._hashes = placement.hashes
+        self._hash_peek = placement.hashes.peek
         self._prepare = placement.prepare
         self._place = placement.place
         self._interceptors = tuple(cfg.interceptors)
@@ -582,8 +548,8 @@ class AIOKafkaProducer(Generic[K, V]):
             self._batch_size,
             self._compress,
             self._codec_id,
-            key_serializer=self._key_serializer,
-            value_serializer=self._value_serializer,
+            key_serializer=self._placement.key_serializer,
+            value_serializer=self._placement.value_serializer,
         )
 
     async def send_batch(
@@ -605,20 +571,12 @@ class AIOKafkaProducer(Generic[K, V]):
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
         partition = self._placement.place_batch(topic, parts, partition)
-        if not batch.record_count():
+        builder = batch._take(topic, self._max_request_size)
+        if builder is None:
             # Nothing to send: resolved at once, to None (as aiokafka's).
-            batch.close()
             empty: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
             empty.set_result(None)  # type: ignore[arg-type]
             return empty
-        if batch.size() > self._max_request_size:
-            # A batch's first record is always accepted, so one big record can
-            # make it larger than the broker would take.
-            raise RecordTooLargeError(
-                f"a batch of {batch.size()} bytes for {topic!r} is larger than "
-                f"max_request_size ({self._max_request_size})"
-            )
-        builder = batch._take()
         fut = await self._acc.append_built(topic, partition, builder, self._max_block)
         # A yield per batch lets the sender ship it while the caller builds the
         # next one, instead of after a whole loop of batches.
@@ -653,13 +611,8 @@ class AIOKafkaProducer(Generic[K, V]):
             parts = await self._wait_on_metadata(topic, deadline)
         if partition is not None:
             self._place(topic, None, parts, 0, partition)  # raises if out of range
-        items = records if isinstance(records, list) else list(records)
-        delivery = BulkDelivery(self._acc.create_future(), topic, len(items))
-        if self._interceptors:
-            await bulk_send.send_each(self.send, topic, items, partition, delivery)
-        else:
-            await bulk_send.send_runs(
-                self._acc, self._placement, topic, items, partition, parts, delivery, deadline
-            )
-        delivery.seal()
-        return delivery.future
+        # With interceptors each record goes through send(), so that they see it.
+        send = self.send if self._interceptors else None
+        return await bulk_send.send_many(
+            self._acc, self._placement, send, topic, records, partition, parts, deadline
+        )

@@ -117,7 +117,7 @@ class AIOKafkaProducer(Generic[K, V]):
         # a transaction to check. One test per record for the producers without.
         self._wrapped = bool(self._interceptors) or cfg.transactional_id is not None
         self._state = _NEW
-        self._txn_result = TransactionalResult()  # a commit or abort under way
+        self._txn_result = TransactionalResult(log)  # a commit or abort under way
         self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = ""

@@ -25,15 +25,14 @@ from .transaction import BegunTransaction, TransactionManager
 
 __all__ = ["Transaction", "TransactionalResult"]
 
-# The producer's logger: these are its calls.
-log = logging.getLogger("aiokafka_lite.producer")
-
 
 class TransactionalResult:
     """The commit or abort under way (or last run), as a task whose caller may be gone."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: logging.Logger) -> None:
         self.handle: Handle[None] | None = None
+        # The producer's: where a failure nobody awaits any more is told.
+        self._log = log
 
     def begin(
         self, transactions: Callable[[], TransactionManager], max_block_ms: float
@@ -59,8 +58,13 @@ class TransactionalResult:
         try:
             await handle
         except asyncio.CancelledError:
-            handle.add_done_callback(_log_unawaited_failure)
+            handle.add_done_callback(self._log_unawaited_failure)
             raise
+
+    def _log_unawaited_failure(self, handle: Handle[None]) -> None:
+        # Its caller was cancelled, so nobody else will see how it ended.
+        if (exc := handle.exception()) is not None:
+            self._log.warning("%s() failed after its caller was cancelled: %s", handle.name, exc)
 
 
 async def _begin_after(
@@ -79,12 +83,6 @@ async def _begin_after(
 
 async def _await(coro: Coroutine[Any, Any, None]) -> None:
     await coro
-
-
-def _log_unawaited_failure(handle: Handle[None]) -> None:
-    # Its caller was cancelled, so nobody else will see how it ended.
-    if (exc := handle.exception()) is not None:
-        log.warning("%s() failed after its caller was cancelled: %s", handle.name, exc)
 
 
 class TransactionalProducer(Protocol):

@@ -1,6 +1,7 @@
 """Per-partition queues of record batches, with a shared memory budget.
 
-Java's ``RecordAccumulator`` and ``BufferPool``, rebuilt for one event loop:
+Java's ``RecordAccumulator``, rebuilt for one event loop (its ``BufferPool`` is
+:mod:`aiokafka_lite.buffer_pool`, its ``ProducerBatch`` :mod:`aiokafka_lite.producer_batch`):
 
 * Each partition has a :class:`PartitionQueue`: a deque of batches whose last
   one is open for appends. A deque, not an ``asyncio.Queue``: a retried batch
@@ -21,273 +22,48 @@ Java's ``RecordAccumulator`` and ``BufferPool``, rebuilt for one event loop:
 from __future__ import annotations
 
 import asyncio
-import collections
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from .buffer_pool import (
+    BATCH_MEMORY,
+    BULK_RECORD_MEMORY,
+    RUN_MEMORY,
+    SEND_BOUND,
+    SEND_RECORD_MEMORY,
+    BufferPool,
+    too_large_for_buffer,
+)
+from .bulk_delivery import BulkDelivery
 from .compression import Compressor
-from .delivery import FUTURES_MEMORY, RECORD_MEMORY, RecordFutures
-from .errors import DeliveryFailedError, KafkaError, KafkaTimeoutError, RecordTooLargeError
-from .records import BATCH_HEADER_SIZE, Header, RecordBatchBuilder, record_size
-from .structs import DeliveryReport, DeliverySegment, RecordMetadata, TopicPartition
+from .errors import KafkaError
+from .producer_batch import PartitionQueue, ProducerBatch
+from .records import Header, RecordBatchBuilder, record_size
+from .structs import RecordMetadata, TopicPartition
 
-__all__ = ["BulkDelivery", "PartitionQueue", "ProducerBatch", "RecordAccumulator"]
+# The budget's constants and the batch classes are imported from here too.
+__all__ = [
+    "BATCH_MEMORY",
+    "SEND_BOUND",
+    "SEND_RECORD_MEMORY",
+    "BulkDelivery",
+    "PartitionQueue",
+    "ProducerBatch",
+    "RecordAccumulator",
+]
 
 # Java's CompressionRatioEstimator constants.
 _RATIO_DETERIORATE = 0.05
 _RATIO_IMPROVE = 0.005
 _RATIO_MARGIN = 1.05
 
-TIMESTAMP_CREATE_TIME = 0
-TIMESTAMP_LOG_APPEND_TIME = 1
 
-# What a buffered record holds beyond its encoded bytes, counted in buffer_memory
-# with them (measured with tracemalloc on CPython 3.11; benchmarks/record_memory.py).
-# A send() record: its future and one done callback on it (the caller's await or
-# add_done_callback), its offset delta and timestamp: what the active twin of
-# aiokafka_lite.delivery says (the compiled one holds less). Without this a 10-byte
-# record, ~20 bytes encoded, would be counted at a fraction of what it holds.
-SEND_RECORD_MEMORY = RECORD_MEMORY
-# A send_many() record has no future: its slot in the index list of its run (8 B, and
-# an int of 32 B).
-BULK_RECORD_MEMORY = 8 + 32
-# A batch, besides its records: its header's bytes, the ProducerBatch (176), its buffer
-# object (56), its done future (144), its creation time (a float, 24), its entries in the
-# accumulator's set and dict of batches and queues (104 with their tables' growth) and
-# the active twin's RecordFutures. Counted when the batch is made, so a record that may
-# have to start one is checked against the budget with it (SEND_BOUND).
-BATCH_MEMORY = BATCH_HEADER_SIZE + 176 + 56 + 144 + 24 + 104 + FUTURES_MEMORY
-SEND_BOUND = SEND_RECORD_MEMORY + BATCH_MEMORY - BATCH_HEADER_SIZE  # (sizes include the header)
-# A run of send_many() records in a batch: its (delta, timestamp, indices) tuple (64) and
-# its slot in the batch's list of runs (32 as the list grows), the index list's object
-# (56); the first run of a call in a batch also makes the list of runs (56) and its
-# entry in the batch's dict of calls (224 with the dict).
-RUN_MEMORY = 64 + 32 + 56 + 56 + 224
-
-
-def _too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeError:
-    return RecordTooLargeError(
-        f"a record for {topic} needs about {size} bytes of buffer (its encoded size plus what"
-        f" its delivery and a new batch hold while buffered): more than buffer_memory"
-        f" ({limit} bytes)"
-    )
-
-
-class BulkDelivery:
-    """The one future of a ``send_many()`` call, instead of a future per record.
-
-    Each batch holding some of the call's records reports them as one
-    segment; the future resolves when the last such batch is done, to a
-    :class:`DeliveryReport`, or fails with
-    :class:`~aiokafka_lite.errors.DeliveryFailedError` (carrying the report)
-    when any record failed.
-    """
-
-    __slots__ = ("count", "errors", "future", "pending", "sealed", "segments", "topic")
-
-    def __init__(self, future: asyncio.Future[DeliveryReport], topic: str, count: int):
-        self.future = future
-        self.topic = topic
-        self.count = count
-        self.segments: list[DeliverySegment] = []
-        self.errors: dict[int, BaseException] = {}
-        self.pending = 0  # batches (or futures) still to report
-        self.sealed = False  # every record is appended: no more batches to come
-
-    def batch_completed(
-        self,
-        tp: TopicPartition,
-        base_offset: int,
-        log_start_offset: int,
-        log_append_time: int,
-        slots: list[tuple[int, int, list[int]]],
-    ) -> None:
-        ts_type = TIMESTAMP_CREATE_TIME if log_append_time == -1 else TIMESTAMP_LOG_APPEND_TIME
-        for delta, timestamp, indices in slots:
-            first = base_offset + delta if base_offset >= 0 else -1
-            if ts_type == TIMESTAMP_LOG_APPEND_TIME:
-                timestamp = log_append_time
-            self.segments.append(
-                DeliverySegment(tp, first, timestamp, ts_type, log_start_offset, indices)
-            )
-        self._reported()
-
-    def batch_failed(self, exc: BaseException, slots: list[tuple[int, int, list[int]]]) -> None:
-        errors = self.errors
-        for _, _, indices in slots:
-            for i in indices:
-                errors[i] = exc
-        self._reported()
-
-    def record_failed(self, index: int, exc: BaseException) -> None:
-        """A record that never reached a batch (bad record, no memory in time)."""
-        self.errors[index] = exc
-
-    def track(self, index: int, fut: asyncio.Future[RecordMetadata]) -> None:
-        """Report a record sent with its own future (the interceptor path)."""
-        self.pending += 1
-
-        def done(f: asyncio.Future[RecordMetadata]) -> None:
-            if f.cancelled():
-                self.record_failed(index, asyncio.CancelledError())
-            elif (exc := f.exception()) is not None:
-                self.record_failed(index, exc)
-            else:
-                md = f.result()
-                self.segments.append(
-                    DeliverySegment(
-                        md.topic_partition,
-                        md.offset,
-                        md.timestamp,
-                        md.timestamp_type,
-                        md.log_start_offset,
-                        [index],
-                    )
-                )
-            self._reported()
-
-        fut.add_done_callback(done)
-
-    def seal(self) -> None:
-        self.sealed = True
-        if not self.pending:
-            self._resolve()
-
-    def _reported(self) -> None:
-        self.pending -= 1
-        if self.sealed and not self.pending:
-            self._resolve()
-
-    def _resolve(self) -> None:
-        if self.future.done():  # the caller cancelled it
-            return
-        report = DeliveryReport(self.count, self.segments, self.errors)
-        if self.errors:
-            self.future.set_exception(DeliveryFailedError(self.topic, report))
-        else:
-            self.future.set_result(report)
-
-
-class ProducerBatch(RecordBatchBuilder):
-    """A record batch plus what the producer needs to track its delivery."""
-
-    __slots__ = (
-        "attempts",
-        "base_sequence",
-        "bulk",
-        "created",
-        "done",
-        "full",
-        "last_error",
-        "maybe_written",
-        "memory",
-        "queue",
-        "records",
-        "retry_at",
-    )
-
-    def __init__(
-        self,
-        queue: PartitionQueue,
-        base_timestamp: int,
-        now: float,
-        done: asyncio.Future[None],
-        compress: Compressor | None = None,
-        codec_id: int = 0,
-    ) -> None:
-        super().__init__(base_timestamp, compress, codec_id)
-        self.queue = queue
-        # The futures of the records sent with send(), each knowing its offset delta
-        # and timestamp; a send_many() record has none (it is reported through bulk).
-        self.records = RecordFutures(done.get_loop())
-        self.bulk: dict[BulkDelivery, list[tuple[int, int, list[int]]]] | None = None
-        self.created = now
-        self.retry_at = 0.0
-        self.attempts = 0
-        self.full = False  # no more appends: filled up, or drained for sending
-        self.memory = 0  # bytes of buffer_memory this batch holds
-        self.done = done  # resolved when every record's future is
-        self.base_sequence = -1  # assigned on first send by an idempotent producer
-        # A request carrying it timed out or lost its connection: it may be on
-        # the broker already, so re-sending it is only safe with its sequence.
-        self.maybe_written = False
-        # Why its last attempt failed (it is being retried): named when it expires.
-        self.last_error: BaseException | None = None
-
-    @property
-    def topic_partition(self) -> TopicPartition:
-        return self.queue.tp
-
-    # Each of complete, complete_unacknowledged and fail settles the batch once: the
-    # first wins (RecordFutures.settled), later calls do nothing. Records first, then
-    # send_many() reports, then ``done``: a flush() waiter never wakes before them.
-
-    def complete(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
-        records = self.records
-        if records.settled:
-            return
-        tp = self.queue.tp
-        records.complete(tp, base_offset, log_append_time, log_start_offset)
-        if self.bulk is not None:
-            for delivery, slots in self.bulk.items():
-                delivery.batch_completed(tp, base_offset, log_start_offset, log_append_time, slots)
-        if not self.done.done():
-            self.done.set_result(None)
-
-    def complete_unacknowledged(self) -> None:
-        """acks=0: written to the socket, nothing more is known. Each record's
-        future resolves to None (as aiokafka's); a send_many() report has offset -1."""
-        records = self.records
-        if records.settled:
-            return
-        records.complete_none()
-        if self.bulk is not None:
-            for delivery, slots in self.bulk.items():
-                delivery.batch_completed(self.queue.tp, -1, -1, -1, slots)
-        if not self.done.done():
-            self.done.set_result(None)
-
-    def fail(self, exc: BaseException) -> None:
-        records = self.records
-        if records.settled:
-            return
-        records.fail(exc)
-        if self.bulk is not None:
-            for delivery, slots in self.bulk.items():
-                delivery.batch_failed(exc, slots)
-        if not self.done.done():
-            self.done.set_result(None)
-
-    def __repr__(self) -> str:
-        topic, partition = self.queue.tp
-        return f"<ProducerBatch {topic}[{partition}] records={self.count} bytes={len(self.buf)}>"
-
-
-class PartitionQueue:
-    """The batches of one partition, oldest first; the last may be open."""
-
-    __slots__ = ("aborted", "batch_limit", "batches", "in_flight", "tp")
-
-    def __init__(self, topic: str, partition: int, batch_limit: int) -> None:
-        self.tp = TopicPartition(topic, partition)
-        # Uncompressed bytes the open batch may take: batch_size, or more when
-        # the topic's records compress well (so compressed batches near
-        # batch_size); set from the topic's estimate when a batch is created.
-        self.batch_limit = batch_limit
-        self.batches: collections.deque[ProducerBatch] = collections.deque()
-        self.in_flight = 0
-        # With fail_partition_on_error: the failure that batches sent before
-        # it must share; cleared once nothing of the partition is in flight.
-        self.aborted: BaseException | None = None
-
-
-class RecordAccumulator:
+class RecordAccumulator(BufferPool):
     """The partition queues and the ``buffer_memory`` budget of one producer.
 
-    ``used`` counts the bytes held by batches not yet finished, plus memory
-    granted to waiters and not yet spent; every path that finishes a batch
-    ends in :meth:`deallocate`.
+    Every path that finishes a batch ends in :meth:`deallocate`, which gives the
+    batch's memory back to the budget (``used``, :class:`BufferPool`).
     """
 
     def __init__(
@@ -303,31 +79,25 @@ class RecordAccumulator:
         codec_id: int = 0,
         max_request_size: int = 1 << 20,
     ) -> None:
+        super().__init__(buffer_memory, wakeup)
         self._max_batch_bytes = max(batch_size, max_request_size - 100)  # request overhead
         self._compress = compress
         self._codec_id = codec_id
         self._ratios: dict[str, float] = {}  # topic -> estimated compressed/raw
         self._limits: dict[str, int] = {}  # topic -> batch_limit for its next batches
-        self._loop = asyncio.get_running_loop()
         self._batch_size = batch_size
         self._linger = linger_ms / 1000
         self._delivery_timeout = delivery_timeout_ms / 1000
         self._max_in_flight = max_in_flight_per_partition
-        self._wakeup = wakeup
         self._queues: dict[str, dict[int, PartitionQueue]] = {}
         self._nonempty: dict[PartitionQueue, None] = {}  # insertion-ordered set
         self._incomplete: set[ProducerBatch] = set()
         self._broken: list[tuple[ProducerBatch, Exception]] = []
-        self.limit = buffer_memory
-        self.used = 0
-        self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
         self._flushing = 0
         self.closing = False
         # Set by abort_undrained (the producer stopped or failed for good): no
         # sender will take another batch, so nothing may be appended after it.
         self.shut_down: BaseException | None = None
-        # Told how long each wait for buffer memory took (the producer's metrics).
-        self.on_wait: Callable[[float], None] | None = None
 
     # -- appending ----------------------------------------------------------------
 
@@ -478,7 +248,7 @@ class RecordAccumulator:
                 self._release(reserved)
                 reserved = 0
             if need > self.limit:
-                delivery.record_failed(i, _too_large_for_buffer(need, topic, self.limit))
+                delivery.record_failed(i, too_large_for_buffer(need, topic, self.limit))
                 pos += 1
                 continue
             reserved = min(max(need, q.batch_limit), self.limit)
@@ -611,66 +381,11 @@ class RecordAccumulator:
         self._wakeup()
         return fut
 
-    async def reserve(self, size: int, topic: str, timeout: float) -> None:
-        """Wait in line until ``size`` bytes of the budget are reserved for the caller."""
-        if size > self.limit:
-            raise _too_large_for_buffer(size, topic, self.limit)
-        grant: asyncio.Future[None] = self._loop.create_future()
-        entry = (size, grant)
-        self._waiters.append(entry)
-        self._grant()
-        self._wakeup()  # a waiter makes every batch sendable: free memory quickly
-        started = time.monotonic()
-        try:
-            async with asyncio.timeout(timeout):
-                await grant
-        except TimeoutError:
-            self._abandon(entry)
-            raise KafkaTimeoutError(
-                f"buffer_memory ({self.limit} bytes) stayed full for max_block_ms "
-                f"({timeout * 1000:.0f} ms) while sending to {topic}"
-            ) from None
-        except BaseException:
-            self._abandon(entry)  # cancelled, or the producer is closing
-            raise
-        finally:
-            if self.on_wait is not None:
-                self.on_wait(time.monotonic() - started)
-
     def _check_not_shut_down(self, reserved: int) -> None:
         # Memory granted just before the shutdown: the grant's waiter runs after it.
         if self.shut_down is not None:
             self._release(reserved)
             raise self.shut_down
-
-    def _abandon(self, entry: tuple[int, asyncio.Future[None]]) -> None:
-        size, grant = entry
-        if grant.done() and not grant.cancelled() and grant.exception() is None:
-            self._release(size)  # reserved for us, but we will not use it
-        else:
-            if entry in self._waiters:
-                self._waiters.remove(entry)
-            self._grant()  # the waiter behind us may fit now
-
-    def _grant(self) -> None:
-        """Reserve memory for waiters at the head of the queue, in order."""
-        waiters = self._waiters
-        while waiters:
-            size, grant = waiters[0]
-            if self.used + size > self.limit:
-                return
-            waiters.popleft()
-            self.used += size
-            grant.set_result(None)
-
-    def _release(self, n: int) -> None:
-        self.used -= n
-        if self._waiters:
-            self._grant()
-
-    @property
-    def waiting_for_memory(self) -> int:
-        return len(self._waiters)
 
     # -- the sender's view ---------------------------------------------------------
 
@@ -848,9 +563,3 @@ class RecordAccumulator:
     def queued_batches(self) -> list[ProducerBatch]:
         """Every batch waiting in a queue (not in flight), oldest first per partition."""
         return [b for q in self._nonempty for b in q.batches]
-
-    def fail_waiters(self, exc: BaseException) -> None:
-        while self._waiters:
-            _, grant = self._waiters.popleft()
-            if not grant.done():
-                grant.set_exception(exc)

@@ -7,7 +7,6 @@ the topic and partition and the number of records, and keeps what led to it as i
 
 from __future__ import annotations
 
-from .accumulator import ProducerBatch
 from .errors import (
     BrokerResponseError,
     DeliveryOutcomeUnknownError,
@@ -16,6 +15,7 @@ from .errors import (
     PartitionAbortedError,
     RequestEncodingError,
 )
+from .producer_batch import ProducerBatch
 
 __all__ = ["aborted", "attach_tp", "expired", "outcome_unknown", "unsendable"]
 

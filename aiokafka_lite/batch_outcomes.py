@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 
 from . import batch_errors
-from .accumulator import ProducerBatch, RecordAccumulator
+from .accumulator import RecordAccumulator
 from .backoff import backoff_delay
 from .cluster import Node
 from .config import ProducerConfig
@@ -42,6 +42,7 @@ from .errors import (
 from .idempotence import IdempotenceState
 from .metadata import Metadata
 from .metrics import ProducerMetrics
+from .producer_batch import ProducerBatch
 from .protocol.produce import PartitionProduceResponse, ProduceResponse
 from .transaction import TransactionManager
 

@@ -9,6 +9,7 @@ each field's type and range is declared once here, and a bad value raises
 from __future__ import annotations
 
 import difflib
+import itertools
 import logging
 import math
 from typing import Annotated, Any, Literal
@@ -23,6 +24,9 @@ from .interceptors import ProducerInterceptor
 __all__ = ["ProducerConfig", "parse_bootstrap"]
 
 log = logging.getLogger("aiokafka_lite.config")
+
+# Numbers the producers of this process that were given no client_id (see named()).
+_producer_ids = itertools.count(1)
 
 # Bounds: a value carried by a protocol field is bounded by that field (int32
 # timeouts, int16-length strings); the others as Java declares them: ``int``
@@ -189,6 +193,15 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     def acks_value(self) -> int:
         """acks as the wire's int16: 0, 1, or -1 for "all"."""
         return -1 if self.acks == "all" else int(self.acks)
+
+    def named(self) -> ProducerConfig:
+        """This config with a ``client_id``: as Java, an unnamed producer still gets one, so
+        that broker logs and quotas can tell producers apart (after its transactional id
+        if any, else numbered as Java's producer-1, producer-2, ...)."""
+        if self.client_id is not None:
+            return self
+        suffix = self.transactional_id or str(next(_producer_ids))
+        return msgspec.structs.replace(self, client_id=f"aiokafka-lite-producer-{suffix}")
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> ProducerConfig:

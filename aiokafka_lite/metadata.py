@@ -14,15 +14,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from .backoff import backoff_delay
 from .cluster import Cluster, Node, PartitionInfo
+from .errors import AuthenticationFailedError, UnknownTopicTimeoutError, error_from_response
 
 log = logging.getLogger("aiokafka_lite.metadata")
 
-__all__ = ["Metadata"]
+__all__ = ["Metadata", "wait_on_metadata"]
 
 INVALID_TOPIC_EXCEPTION = 17
+# Errors that mean "this topic will not appear by waiting".
+_FATAL_TOPIC_ERRORS = {INVALID_TOPIC_EXCEPTION, 29}  # 29: TOPIC_AUTHORIZATION_FAILED
 
 
 class Metadata:
@@ -224,6 +228,50 @@ class Metadata:
                     await waiter
                 finally:
                     self._waiters.discard(waiter)
+
+
+async def wait_on_metadata(
+    metadata: Metadata,
+    topic: str,
+    deadline: float,
+    max_block_ms: float,
+    wakeup: Callable[[], None],
+    check_running: Callable[[], None],
+) -> tuple[PartitionInfo, ...]:
+    """Java's ``KafkaProducer.waitOnMetadata``: ask for ``topic``, await version bumps
+    until its partitions are known (or ``deadline``, monotonic: UnknownTopicTimeoutError
+    naming why). ``wakeup`` wakes the sender to fetch; ``check_running`` raises once the
+    producer may no longer send."""
+    metadata.add_topic(topic)
+    while True:
+        parts = metadata.partitions_by_topic.get(topic)
+        if parts is not None:
+            return parts
+        if isinstance(metadata.last_error, AuthenticationFailedError):
+            # A new instance per send: re-raising one would grow its traceback.
+            raise AuthenticationFailedError(str(metadata.last_error)) from None
+        code = metadata.cluster.topic_errors.get(topic)
+        if code in _FATAL_TOPIC_ERRORS:
+            raise error_from_response(code, topic=topic)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            # Say why: the topic's error, else why the last refresh failed.
+            cause = metadata.last_error
+            detail = f" (last error: {error_from_response(code).name})" if code else ""
+            if not detail and cause is not None:
+                detail = f" (last metadata error: {cause})"
+            raise UnknownTopicTimeoutError(
+                f"topic {topic!r} not present in metadata after "
+                f"{max_block_ms} ms (max_block_ms){detail}",
+                topic=topic,
+            ) from cause
+        version = metadata.request_update()
+        wakeup()
+        try:
+            await metadata.wait_for_update(version, remaining)
+        except TimeoutError:
+            continue
+        check_running()
 
 
 def _fresh(error: BaseException) -> BaseException:

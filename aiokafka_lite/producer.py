@@ -11,59 +11,38 @@ up (same bound).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import os
-import random
 import threading
 import time
 import warnings
-import weakref
-from collections.abc import (
-    Callable,
-    Coroutine,
-    Iterable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import msgspec
-
-from . import checks, compat, serializers
-from .accumulator import BulkDelivery, RecordAccumulator
+from . import bulk_send, checks, compat, loop_check
+from .accumulator import RecordAccumulator
+from .batch_builder import BatchBuilder
 from .client import NetworkClient
-from .compression import Compressor, get_codec
+from .compression import get_codec
 from .config import ProducerConfig
 from .errors import (
-    AuthenticationFailedError,
     BufferFullError,
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
     ProducerNotStartedError,
-    RecordTooLargeError,
-    UnknownTopicTimeoutError,
-    WrongEventLoopError,
-    error_from_response,
 )
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
-from .metadata import Metadata
-from .partitioner import KeyHashCache, StickyPartitioner, place_plain
-from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header, RecordBatchBuilder
+from .metadata import Metadata, wait_on_metadata
+from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
+from .records import Header
 from .runtime import Runtime
 from .sender import Sender
-from .structs import (
-    BatchRecordMetadata,
-    DeliveryReport,
-    OffsetAndMetadata,
-    RecordMetadata,
-    TopicPartition,
-)
-from .tasks import Handle, uncancellable
-from .transaction import BegunTransaction, TransactionManager
+from .structs import DeliveryReport, OffsetAndMetadata, RecordMetadata, TopicPartition
+from .tasks import uncancellable
+from .transaction import TransactionManager
+from .txn_result import Transaction, TransactionalResult
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
 
@@ -80,160 +59,18 @@ else:
     K = TypeVar("K")
     V = TypeVar("V")
 
-# Numbers unnamed producers, as Java's producer-1, producer-2, ...
-_producer_ids = itertools.count(1)
-
-# Bytes a record adds beyond its key, value and headers, at most: length,
-# attributes, timestamp and offset deltas, key/value lengths, header count,
-# plus the header of the batch it may have to start. Memory is reserved by
-# this upper bound before the record is encoded.
-_RECORD_OVERHEAD = RECORD_OVERHEAD + BATCH_HEADER_SIZE
-# Records of a send_many() call checked and placed at a time (see _send_many_bulk).
-_SEND_MANY_CHUNK = 4096
-# Errors that mean "this topic will not appear by waiting".
-_FATAL_TOPIC_ERRORS = {17, 29}  # INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED
-
 _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 
-_running_loop = asyncio.get_running_loop
 # send() compares it with the thread id of the producer's loop on every record:
 # asyncio.get_running_loop() makes a getpid() syscall (to notice forks) on every call.
 _get_ident = threading.get_ident
-
-
-class _NotChecked:
-    """What send() compares with before its first full loop check: matches no thread."""
-
-    _thread_id = None
-
-
-# Producers whose send() compares thread ids. A forked child keeps the forking thread's id,
-# so there that comparison would pass for a loop that no longer runs: the child forgets
-# what they compare, and each one's next send() takes the full check (which sees the fork).
-_loop_checked: weakref.WeakSet[AIOKafkaProducer[Any, Any]] = weakref.WeakSet()
-
-
-def _forget_loops_after_fork() -> None:
-    for producer in list(_loop_checked):
-        producer._send_loop = _NotChecked
-    _loop_checked.clear()
-
-
-if hasattr(os, "register_at_fork"):  # (not on Windows, which cannot fork)
-    os.register_at_fork(after_in_child=_forget_loops_after_fork)
-
-
-class _RunningLoopThread:
-    """For loops that keep their thread private (uvloop): ``_thread_id`` is the caller's
-    thread id when ``loop`` is the loop running in it, else None (the full check's cost)."""
-
-    __slots__ = ("_loop",)
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-
-    @property
-    def _thread_id(self) -> int | None:
-        try:
-            running = _running_loop()
-        except RuntimeError:
-            return None
-        return _get_ident() if running is self._loop else None
-
-
-class BatchBuilder:
-    """Records for one partition built ahead of time (aiokafka's ``create_batch``).
-
-    ``append`` serializes with the producer's serializers and returns the
-    record's :class:`BatchRecordMetadata`, or None once the batch is full or
-    closed; :meth:`close` takes no more records. :meth:`AIOKafkaProducer.send_batch`
-    sends it (and closes it).
-    """
-
-    def __init__(
-        self,
-        batch_size: int,
-        compress: Compressor | None = None,
-        codec_id: int = 0,
-        *,
-        key_serializer: Callable[[Any], bytes | None] | None = None,
-        value_serializer: Callable[[Any], bytes | None] | None = None,
-    ) -> None:
-        self._limit = batch_size
-        self._compress = compress
-        self._codec_id = codec_id
-        self._key_serializer = key_serializer
-        self._value_serializer = value_serializer
-        # No serializers: bytes keys and values go to the encoder as they are.
-        self._plain = key_serializer is None and value_serializer is None
-        self._builder: RecordBatchBuilder | None = None
-        self._closed = False
-
-    def append(
-        self,
-        *,
-        key: Any = None,
-        value: Any = None,
-        timestamp: int | None = None,
-        headers: Sequence[Header] | None = None,
-    ) -> BatchRecordMetadata | None:
-        """Add a record; None (nothing added) when the batch is full or closed.
-
-        ``timestamp`` is in milliseconds since the epoch (None: now).
-        """
-        if self._closed:
-            return None
-        if not (
-            self._plain
-            and (key is None or type(key) is bytes)
-            and (value is None or type(value) is bytes)
-        ):  # serializers to run, or types to check and convert
-            key, value = checks.serialize(
-                self._key_serializer, self._value_serializer, key, value, "batch"
-            )
-        if headers is not None:
-            headers = checks.check_headers(headers, "batch")
-        if timestamp is None:
-            ts = int(time.time() * 1000)
-        elif type(timestamp) is int and 0 <= timestamp < checks.TIMESTAMP_LIMIT:
-            ts = timestamp
-        else:
-            raise checks.bad_timestamp(timestamp, "batch")
-        builder = self._builder
-        if builder is None:
-            builder = self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
-        offset = builder.count
-        added = builder.append(ts, key, value, headers, self._limit)
-        if not added:
-            self._closed = True  # as aiokafka: a full batch takes no more records
-            return None
-        return BatchRecordMetadata(offset, added, ts)
-
-    def close(self) -> None:
-        """Take no more records (``append`` returns None from now on)."""
-        self._closed = True
-
-    def closed(self) -> bool:
-        return self._closed
-
-    def size(self) -> int:
-        return 0 if self._builder is None else len(self._builder.buf)
-
-    def record_count(self) -> int:
-        return 0 if self._builder is None else self._builder.count
-
-    def _take(self) -> RecordBatchBuilder:
-        assert self._builder is not None  # send_batch checked it holds records
-        builder, self._builder = self._builder, None
-        self._closed = True
-        return builder
 
 
 class AIOKafkaProducer(Generic[K, V]):
     """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
 
     # What send()'s loop check compares (see _check_send): set by its first full check.
-    _send_loop: Any = _NotChecked
+    _send_loop: Any = loop_check.NotChecked
 
     def __init__(
         self,
@@ -258,18 +95,8 @@ class AIOKafkaProducer(Generic[K, V]):
             config["key_serializer"] = key_serializer
         if value_serializer is not None:
             config["value_serializer"] = value_serializer
-        cfg = ProducerConfig.from_kwargs(**config)
-        if cfg.client_id is None:
-            # As Java: an unnamed producer still gets a name, so that broker logs
-            # and quotas can tell producers apart (after its transactional id if any).
-            suffix = cfg.transactional_id or str(next(_producer_ids))
-            cfg = msgspec.structs.replace(cfg, client_id=f"aiokafka-lite-producer-{suffix}")
+        cfg = ProducerConfig.from_kwargs(**config).named()
         self._config = cfg
-        self._key_serializer = serializers.resolve(cfg.key_serializer)
-        self._value_serializer = serializers.resolve(cfg.value_serializer)
-        self._partitioner: Callable[..., int] | None = (
-            None if compat.is_aiokafka_default_partitioner(cfg.partitioner) else cfg.partitioner
-        )
         self._serializing = cfg.key_serializer is not None or cfg.value_serializer is not None
         self._max_block = cfg.max_block_ms / 1000
         self._max_request_size = cfg.max_request_size
@@ -277,16 +104,20 @@ class AIOKafkaProducer(Generic[K, V]):
         codec = get_codec(cfg.compression_type)
         self._compress = None if codec is None else codec.compressor(cfg.compression_level)
         self._codec_id = 0 if codec is None else codec.id
-        self._hashes = KeyHashCache()
-        self._hash_peek = self._hashes.peek
-        self._sticky = StickyPartitioner()
-        self._sticky_bytes: dict[str, int] = {}
+        self._placement = placement = RecordPlacement(cfg)
+        # Bound once: send() reads them as before, its inline paths without going through
+        # placement (the partitioner, the key hash cache), the others as its own methods.
+        self._partitioner = placement.partitioner
+        self._hashes = placement.hashes
+        self._hash_peek = placement.hashes.peek
+        self._prepare = placement.prepare
+        self._place = placement.place
         self._interceptors = tuple(cfg.interceptors)
         # Whether send() has work beyond the plain path: interceptors to run, or
         # a transaction to check. One test per record for the producers without.
         self._wrapped = bool(self._interceptors) or cfg.transactional_id is not None
         self._state = _NEW
-        self._txn_ending: Handle[None] | None = None  # a commit or abort under way
+        self._txn_result = TransactionalResult(log)  # a commit or abort under way
         self._fatal: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = ""
@@ -347,6 +178,7 @@ class AIOKafkaProducer(Generic[K, V]):
             runtime = Runtime(self._config, self._compress, self._codec_id, self._on_fatal)
             self._runtime = runtime
             self._client, self._metadata = runtime.client, runtime.metadata
+            self._placement.metadata = runtime.metadata
             self._acc, self._sender = runtime.acc, runtime.sender
             await runtime.open()
         except BaseException as e:
@@ -402,7 +234,7 @@ class AIOKafkaProducer(Generic[K, V]):
             self._state = _CLOSING
             if timeout is None:
                 timeout = self._config.delivery_timeout_ms / 1000
-            await self._runtime.close(timeout, self._txn_ending)
+            await self._runtime.close(timeout, self._txn_result.handle)
         finally:
             self._state = _CLOSED
             stopping.set_result(None)
@@ -445,24 +277,9 @@ class AIOKafkaProducer(Generic[K, V]):
         Used from another loop, our futures and timers would never fire there
         (or fire in a loop nobody awaits): fail at once instead of hanging.
         """
-        try:
-            current: asyncio.AbstractEventLoop | None = _running_loop()
-        except RuntimeError:
-            current = None
-        if current is self._loop:
-            return
-        where = "outside any event loop" if current is None else f"in event loop {current!r}"
-        started = f"event loop {self._loop!r}"
-        if self._loop is not None and self._loop.is_closed():
-            started += " (closed since)"
-        raise WrongEventLoopError(
-            f"this producer was started in {started} in thread {self._loop_thread!r}, "
-            f"but is used {where} in thread {threading.current_thread().name!r}. "
-            "A producer belongs to the event loop that started it: create and start it "
-            "in the loop that uses it (e.g. in FastAPI's lifespan, not at import time or "
-            "in a separate asyncio.run()), or use aiokafka_lite.sync.Producer from "
-            "threads and non-async code"
-        )
+        current = loop_check.running_loop()
+        if current is not self._loop:
+            raise loop_check.wrong_loop(self._loop, self._loop_thread, current)
 
     def _check_running(self) -> None:
         if self._state == _STARTED:
@@ -499,23 +316,7 @@ class AIOKafkaProducer(Generic[K, V]):
         (``asyncio.create_task(producer.begin_transaction())``) and cancelled
         before it ran, it leaves no transaction open, as in aiokafka.
         """
-        txn = self._transactions()
-        ending = self._txn_ending
-        if ending is not None and not ending.done():
-            return self._begin_after(ending)
-        txn.begin()
-        return BegunTransaction(txn)
-
-    async def _begin_after(self, ending: Handle[None]) -> None:
-        try:
-            async with asyncio.timeout(self._max_block):
-                await ending.wait()
-        except TimeoutError:
-            raise KafkaTimeoutError(
-                f"begin_transaction(): {ending.name}() did not finish within "
-                f"max_block_ms ({self._config.max_block_ms} ms)"
-            ) from None
-        self._transactions().begin()
+        return self._txn_result.begin(self._transactions, self._config.max_block_ms)
 
     async def commit_transaction(self) -> None:
         """Deliver every record of the transaction, then commit it.
@@ -535,22 +336,8 @@ class AIOKafkaProducer(Generic[K, V]):
     async def _end_transaction(
         self, name: str, op: Callable[[], Coroutine[Any, Any, None]]
     ) -> None:
-        # The commit or abort runs as a task of its own, awaited through a
-        # shield: a caller's timeout or cancellation cannot stop it half-way
-        # (which would leave the transaction neither committed nor aborted).
-        running = self._txn_ending
-        if running is not None and not running.done() and running.name == name:
-            handle = running  # called again (after a cancelled call, or concurrently): join it
-        else:
-            # op() checks the state and raises at once, or begins the commit/abort.
-            coro = op()
-            assert self._runtime is not None  # (op() raised if the producer is not started)
-            handle = self._txn_ending = self._runtime.tasks.spawn(_await, coro, name=name)
-        try:
-            await handle
-        except asyncio.CancelledError:
-            handle.add_done_callback(_log_unawaited_failure)
-            raise
+        assert self._runtime is not None  # (op came from _transactions(): started)
+        await self._txn_result.end(name, op, self._runtime.tasks)
 
     async def send_offsets_to_transaction(
         self,
@@ -567,6 +354,10 @@ class AIOKafkaProducer(Generic[K, V]):
         """``async with producer.transaction():`` begins; commits, or aborts on an exception."""
         return Transaction(self)
 
+    def _transaction_open(self) -> bool:
+        txn = self._sender.transactions
+        return txn is not None and txn.open
+
     def _check_transactional_send(self) -> None:
         txn = self._sender.transactions if self._state == _STARTED else None
         if txn is not None:
@@ -576,24 +367,8 @@ class AIOKafkaProducer(Generic[K, V]):
         """A snapshot of the producer's metrics, under Java's names (see
         :data:`aiokafka_lite.metrics.METRIC_DOCS`): rates, averages and maxima over the
         last 30 s, totals since start. Empty before :meth:`start`."""
-        if self._state == _NEW:
-            return {}
-        sender, acc = self._sender, self._acc
-        snapshot = sender.metrics.snapshot()
-        snapshot.update(
-            {
-                "request-total": sender.requests_sent,
-                "batch-total": sender.batches_sent,
-                "record-send-total": sender.records_sent,
-                "record-retry-total": sender.records_retried,
-                "record-error-total": sender.records_failed,
-                "buffer-total-bytes": acc.limit,
-                "buffer-available-bytes": acc.limit - acc.used,
-                "waiting-threads": acc.waiting_for_memory,
-                "metadata-age": time.monotonic() - self._metadata.last_success,
-            }
-        )
-        return snapshot
+        # (No runtime: never started, or its start() failed before making one.)
+        return {} if self._runtime is None else self._runtime.metrics()
 
     # -- sending -------------------------------------------------------------------
 
@@ -639,7 +414,7 @@ class AIOKafkaProducer(Generic[K, V]):
             ):
                 k, v, size, headers = self._prepare(topic, k, v, headers)
             else:  # plain bytes: the common case, sized inline
-                size = _RECORD_OVERHEAD
+                size = MAX_RECORD_OVERHEAD
                 if k is not None:
                     size += len(k)
                 if v is not None:
@@ -674,20 +449,10 @@ class AIOKafkaProducer(Generic[K, V]):
 
     def _check_send(self) -> None:
         """send()'s full check (raises unless started and in its loop), then what the
-        per-record check compares from now on.
-
-        An asyncio loop's ``_thread_id`` is the id of the thread running it (None when it
-        is not running). Equal to the caller's exactly when this loop is the one running
-        in the caller's thread (asyncio runs one loop per thread at a time), so comparing
-        the two is the full check at the cost of an attribute read and ``get_ident()``.
-        """
+        per-record check compares from now on (see :mod:`aiokafka_lite.loop_check`)."""
         self._check_running()
-        loop = self._loop
-        assert loop is not None  # started
-        self._send_loop = (
-            loop if isinstance(loop, asyncio.BaseEventLoop) else _RunningLoopThread(loop)
-        )
-        _loop_checked.add(self)
+        assert self._loop is not None  # started
+        loop_check.remember(self, self._loop)
 
     def _acknowledge(self, fut: asyncio.Future[RecordMetadata]) -> None:
         if fut.cancelled():
@@ -748,73 +513,6 @@ class AIOKafkaProducer(Generic[K, V]):
             )
         return fut
 
-    def _prepare(
-        self, topic: str, key: Any, value: Any, headers: Sequence[Header] | None
-    ) -> tuple[bytes | None, bytes | None, int, Sequence[Header] | None]:
-        """Serialize and size-check one record (raises for this record only)."""
-        key, value = checks.serialize(
-            self._key_serializer, self._value_serializer, key, value, topic
-        )
-        size = _RECORD_OVERHEAD
-        if key is not None:
-            size += len(key)
-        if value is not None:
-            size += len(value)
-        headers = checks.check_headers(headers, topic)
-        if headers is not None:
-            for hkey, hvalue in headers:
-                size += 10 + len(hkey) * 4 + (len(hvalue) if hvalue is not None else 0)
-        if size > self._max_request_size:
-            raise RecordTooLargeError(
-                f"a record of {size} bytes for {topic!r} is larger than max_request_size "
-                f"({self._max_request_size})"
-            )
-        return key, value, size, headers
-
-    def _place(
-        self,
-        topic: str,
-        key: bytes | None,
-        parts: Sequence[Any],
-        size: int,
-        partition: int | None,
-    ) -> int:
-        """The partition for a record: checked if given, else chosen as Java does."""
-        n = len(parts)
-        if partition is not None:
-            if type(partition) is not int or not 0 <= partition < n:
-                raise checks.bad_partition(partition, topic, n)
-            return partition
-        if self._partitioner is not None:
-            available = self._metadata.cluster.available_partitions_by_topic.get(topic, ())
-            chosen = int(self._partitioner(key, list(range(n)), list(available)))
-            if not 0 <= chosen < n:
-                raise ValueError(f"partitioner returned {chosen} for {topic!r} with {n} partitions")
-            return chosen
-        if key is not None:
-            return self._hashes.hash(bytes(key)) % n
-        return self._sticky_partition(topic, n, size)
-
-    def _place_batch(self, topic: str, parts: Sequence[Any], partition: int | None) -> int:
-        if partition is not None or self._partitioner is not None:
-            return self._place(topic, None, parts, 0, partition)
-        # A whole batch: any available partition (aiokafka picks one at random too).
-        available = self._metadata.cluster.available_partitions_by_topic.get(topic)
-        return random.choice(available) if available else random.randrange(len(parts))
-
-    def _sticky_partition(self, topic: str, n: int, size: int) -> int:
-        # KIP-794: keyless records stick to one partition until about a batch
-        # worth of bytes went to it, then move on; batches fill up instead of
-        # spreading thin records over every partition.
-        available = self._metadata.cluster.available_partitions_by_topic.get(topic, ())
-        partition = self._sticky.partition(topic, available, n)
-        produced = self._sticky_bytes.get(topic, 0) + size
-        if produced >= self._batch_size:
-            self._sticky.on_new_batch(topic, partition, available, n)
-            produced = 0
-        self._sticky_bytes[topic] = produced
-        return partition
-
     def _known_partitions(self, topic: str) -> tuple[Any, ...] | None:
         try:
             return self._metadata.partitions_by_topic.get(topic)
@@ -822,41 +520,17 @@ class AIOKafkaProducer(Generic[K, V]):
             return None
 
     async def _wait_on_metadata(self, topic: str, deadline: float) -> tuple[Any, ...]:
-        """Java's waitOnMetadata: ask for the topic, await version bumps until it is known."""
+        """Java's waitOnMetadata: until ``topic``'s partitions are known, or ``deadline``."""
         checks.check_topic(topic)
         self._check_running()
-        metadata = self._metadata
-        metadata.add_topic(topic)
-        while True:
-            parts = metadata.partitions_by_topic.get(topic)
-            if parts is not None:
-                return parts
-            if isinstance(metadata.last_error, AuthenticationFailedError):
-                # A new instance per send: re-raising one would grow its traceback.
-                raise AuthenticationFailedError(str(metadata.last_error)) from None
-            code = metadata.cluster.topic_errors.get(topic)
-            if code in _FATAL_TOPIC_ERRORS:
-                raise error_from_response(code, topic=topic)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                # Say why: the topic's error, else why the last refresh failed.
-                cause = metadata.last_error
-                detail = f" (last error: {error_from_response(code).name})" if code else ""
-                if not detail and cause is not None:
-                    detail = f" (last metadata error: {cause})"
-                raise UnknownTopicTimeoutError(
-                    f"topic {topic!r} not present in metadata after "
-                    f"{self._config.max_block_ms} ms (max_block_ms){detail}",
-                    topic=topic,
-                ) from cause
-            version = metadata.request_update()
-            self._wakeup()
-            try:
-                await metadata.wait_for_update(version, remaining)
-            except TimeoutError:
-                continue
-            if self._state != _STARTED:
-                self._check_running()
+        return await wait_on_metadata(
+            self._metadata,
+            topic,
+            deadline,
+            self._config.max_block_ms,
+            self._wakeup,
+            self._check_running,
+        )
 
     async def partitions_for(self, topic: str) -> set[int]:
         """The partition ids of ``topic`` (fetching its metadata if needed)."""
@@ -874,8 +548,8 @@ class AIOKafkaProducer(Generic[K, V]):
             self._batch_size,
             self._compress,
             self._codec_id,
-            key_serializer=self._key_serializer,
-            value_serializer=self._value_serializer,
+            key_serializer=self._placement.key_serializer,
+            value_serializer=self._placement.value_serializer,
         )
 
     async def send_batch(
@@ -896,21 +570,13 @@ class AIOKafkaProducer(Generic[K, V]):
         parts = self._known_partitions(topic)
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
-        partition = self._place_batch(topic, parts, partition)
-        if not batch.record_count():
+        partition = self._placement.place_batch(topic, parts, partition)
+        builder = batch._take(topic, self._max_request_size)
+        if builder is None:
             # Nothing to send: resolved at once, to None (as aiokafka's).
-            batch.close()
             empty: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
             empty.set_result(None)  # type: ignore[arg-type]
             return empty
-        if batch.size() > self._max_request_size:
-            # A batch's first record is always accepted, so one big record can
-            # make it larger than the broker would take.
-            raise RecordTooLargeError(
-                f"a batch of {batch.size()} bytes for {topic!r} is larger than "
-                f"max_request_size ({self._max_request_size})"
-            )
-        builder = batch._take()
         fut = await self._acc.append_built(topic, partition, builder, self._max_block)
         # A yield per batch lets the sender ship it while the caller builds the
         # next one, instead of after a whole loop of batches.
@@ -945,169 +611,8 @@ class AIOKafkaProducer(Generic[K, V]):
             parts = await self._wait_on_metadata(topic, deadline)
         if partition is not None:
             self._place(topic, None, parts, 0, partition)  # raises if out of range
-        items = records if isinstance(records, list) else list(records)
-        delivery = BulkDelivery(self._acc.create_future(), topic, len(items))
-        if self._interceptors:
-            await self._send_many_each(topic, items, partition, delivery)
-        else:
-            await self._send_many_bulk(topic, items, partition, parts, delivery, deadline)
-        delivery.seal()
-        return delivery.future
-
-    async def _send_many_bulk(
-        self,
-        topic: str,
-        items: list[tuple[Any, Any]],
-        partition: int | None,
-        parts: Sequence[Any],
-        delivery: BulkDelivery,
-        deadline: float,
-    ) -> None:
-        # send()'s checks for a chunk of records at a time, then each partition's
-        # records of the chunk are encoded in one run: no future and no call per
-        # record. Chunks let the sender ship early batches while later ones are
-        # still being encoded.
-        count = len(items)
-        keys: list[bytes | None] = [None] * count
-        values: list[bytes | None] = [None] * count
-        ts = int(time.time() * 1000)
-        for lo in range(0, count, _SEND_MANY_CHUNK):
-            hi = min(lo + _SEND_MANY_CHUNK, count)
-            by_partition = self._group(
-                topic, items, lo, hi, keys, values, partition, parts, delivery
-            )
-            for p, order in by_partition.items():
-                await self._acc.append_many(topic, p, ts, keys, values, order, delivery, deadline)
-
-    def _group(
-        self,
-        topic: str,
-        items: list[tuple[Any, Any]],
-        lo: int,
-        hi: int,
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        partition: int | None,
-        parts: Sequence[Any],
-        delivery: BulkDelivery,
-    ) -> dict[int, list[int]]:
-        """Check, serialize and place ``items[lo:hi]`` into keys/values: partition -> indices."""
-        by_partition: dict[int, list[int]] = {}
-        plain = not self._serializing and self._partitioner is None
-        limit = self._max_request_size - _RECORD_OVERHEAD
-        i = lo
-        while i < hi:
-            if plain:  # a run of plain records in one call (compiled when built)
-                i = place_plain(
-                    items,
-                    i,
-                    hi,
-                    keys,
-                    values,
-                    partition,
-                    len(parts),
-                    limit,
-                    self._hashes,
-                    by_partition,
-                )
-                if i == hi:
-                    break
-            self._group_one(topic, items, i, keys, values, partition, parts, delivery, by_partition)
-            i += 1
-        return by_partition
-
-    def _group_one(
-        self,
-        topic: str,
-        items: list[tuple[Any, Any]],
-        i: int,
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        partition: int | None,
-        parts: Sequence[Any],
-        delivery: BulkDelivery,
-        by_partition: dict[int, list[int]],
-    ) -> None:
-        """send()'s full checks, serializers and placement for record ``i`` alone."""
-        try:
-            k, v = items[i]
-        except (TypeError, ValueError):
-            delivery.record_failed(i, _not_a_pair(items[i], i, topic))
-            return
-        try:
-            k, v, size, _ = self._prepare(topic, k, v, None)
-            p = self._place(topic, k, parts, size, partition)
-        except Exception as e:  # this record only
-            delivery.record_failed(i, e)
-            return
-        keys[i] = k
-        values[i] = v
-        order = by_partition.get(p)
-        if order is None:
-            by_partition[p] = [i]
-        else:
-            order.append(i)
-
-    async def _send_many_each(
-        self,
-        topic: str,
-        items: list[tuple[Any, Any]],
-        partition: int | None,
-        delivery: BulkDelivery,
-    ) -> None:
-        # With interceptors each record takes send()'s own path, so that they see it.
-        for i, item in enumerate(items):
-            try:
-                k, v = item
-            except (TypeError, ValueError):
-                delivery.record_failed(i, _not_a_pair(item, i, topic))
-                continue
-            try:
-                fut = await self.send(topic, v, k, partition)
-            except Exception as e:  # this record only, as in _send_many_bulk
-                delivery.record_failed(i, e)
-            else:
-                delivery.track(i, fut)
-
-
-class Transaction:
-    """``async with producer.transaction():`` (aiokafka's TransactionContext)."""
-
-    def __init__(self, producer: AIOKafkaProducer[Any, Any]) -> None:
-        self._producer = producer
-
-    async def __aenter__(self) -> Transaction:
-        await self._producer.begin_transaction()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            await self._producer.commit_transaction()
-            return
-        txn = self._producer._sender.transactions
-        if txn is not None and txn.open:
-            # (Not after a fatal error, or if the block ended the transaction
-            # itself: the exception raised says what happened.)
-            await self._producer.abort_transaction()
-
-
-async def _await(coro: Coroutine[Any, Any, None]) -> None:
-    await coro
-
-
-def _log_unawaited_failure(handle: Handle[None]) -> None:
-    # Its caller was cancelled, so nobody else will see how it ended.
-    if (exc := handle.exception()) is not None:
-        log.warning("%s() failed after its caller was cancelled: %s", handle.name, exc)
-
-
-def _not_a_pair(item: object, index: int, topic: str) -> TypeError:
-    return TypeError(
-        f"records for {topic!r}: record {index} must be a (key, value) pair, "
-        f"got {type(item).__name__}"
-    )
+        # With interceptors each record goes through send(), so that they see it.
+        send = self.send if self._interceptors else None
+        return await bulk_send.send_many(
+            self._acc, self._placement, send, topic, records, partition, parts, deadline
+        )

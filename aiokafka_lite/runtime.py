@@ -79,6 +79,25 @@ class Runtime:
         if sender is not None:
             sender.wakeup()
 
+    def metrics(self) -> dict[str, float]:
+        """The producer's metrics now: the sender's window, its totals, the buffer's state."""
+        sender, acc = self.sender, self.acc
+        snapshot = sender.metrics.snapshot()
+        snapshot.update(
+            {
+                "request-total": sender.requests_sent,
+                "batch-total": sender.batches_sent,
+                "record-send-total": sender.records_sent,
+                "record-retry-total": sender.records_retried,
+                "record-error-total": sender.records_failed,
+                "buffer-total-bytes": acc.limit,
+                "buffer-available-bytes": acc.limit - acc.used,
+                "waiting-threads": acc.waiting_for_memory,
+                "metadata-age": time.monotonic() - self.metadata.last_success,
+            }
+        )
+        return snapshot
+
     # -- starting ----------------------------------------------------------------------
 
     async def open(self) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from functools import partial
 
 from . import batch_errors
-from .accumulator import ProducerBatch, RecordAccumulator
+from .accumulator import RecordAccumulator
 from .backoff import backoff_delay
 from .batch_outcomes import BatchOutcomes
 from .client import NetworkClient
@@ -42,6 +42,7 @@ from .errors import (
 )
 from .idempotence import IdempotenceState
 from .metrics import ProducerMetrics
+from .producer_batch import ProducerBatch
 from .producer_id import fetch_producer_id
 from .protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from .tasks import BackgroundTasks, Handle

@@ -46,7 +46,7 @@ import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
-from .accumulator import PartitionQueue, RecordAccumulator
+from .accumulator import RecordAccumulator
 from .client import NetworkClient
 from .config import ProducerConfig
 from .coordinator import Coordinators
@@ -61,6 +61,7 @@ from .errors import (
 )
 from .idempotence import IdempotenceState
 from .offsets import offset_topics
+from .producer_batch import PartitionQueue
 from .structs import OffsetAndMetadata, TopicPartition
 from .tasks import BackgroundTasks, Handle
 from .txn_requests import TxnRequests

@@ -12,7 +12,7 @@ buffer_memory, and the difference. ``send()`` records are sent the way a caller 
 keeps no future does (a done callback on each, as an ``await`` adds one too);
 ``send_many()`` records have no future of their own. The constants ``RECORD_MEMORY``
 of aiokafka_lite/delivery.py and _cdelivery.pyx (the twin in use is what
-``SEND_RECORD_MEMORY`` in aiokafka_lite/accumulator.py counts) and ``BULK_RECORD_MEMORY``
+``SEND_RECORD_MEMORY`` in aiokafka_lite/buffer_pool.py counts) and ``BULK_RECORD_MEMORY``
 come from these figures; run it with and without ``AIOKAFKA_LITE_NO_EXTENSIONS=1``.
 """
 

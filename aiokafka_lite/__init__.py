@@ -2,11 +2,12 @@
 
 from ._version import __version__
 from .admin import NewTopic, create_topics
+from .batch_builder import BatchBuilder
 from .compat import patch_aiokafka
 from .config import ProducerConfig
 from .errors import IllegalOperation, KafkaError, KafkaTimeoutError
 from .interceptors import ProducerInterceptor, ProducerRecord
-from .producer import AIOKafkaProducer, BatchBuilder
+from .producer import AIOKafkaProducer
 from .structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 __all__ = [

@@ -105,8 +105,8 @@ class AIOKafkaProducer(Generic[K, V]):
         self._compress = None if codec is None else codec.compressor(cfg.compression_level)
         self._codec_id = 0 if codec is None else codec.id
         self._placement = placement = RecordPlacement(cfg)
-        # Bound once: send() reads them as before, its inline paths without going through
-        # placement (the partitioner, the key hash cache), the others as its own methods.
+        # Bound once, so that send() reads them as attributes of its own: the partitioner
+        # and the key hash cache for its inline paths, the rest as its own methods.
         self._partitioner = placement.partitioner
         self._hashes = placement.hashes
         self._hash_peek = placement.hashes.peek

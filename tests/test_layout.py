@@ -2,7 +2,7 @@
 
 Read from the sources (nothing is imported): each module's imports of other
 aiokafka_lite modules outside functions, ``if TYPE_CHECKING:`` ones included (a cycle
-through type hints is one a reader still has to go round; config <-> security was one).
+through type hints is one a reader still has to go round).
 A cycle makes the import order matter and the modules impossible to read one at a
 time; an import inside a function (made when it is called) is how a module reaches one
 that needs it.

@@ -153,11 +153,7 @@ def _group_one(
         return
     keys[i] = k
     values[i] = v
-    order = by_partition.get(p)
-    if order is None:
-        by_partition[p] = [i]
-    else:
-        order.append(i)
+    by_partition.setdefault(p, []).append(i)  # (place_plain inlines this for its runs)
 
 
 async def send_each(

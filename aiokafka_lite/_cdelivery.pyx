@@ -457,9 +457,7 @@ def _run_callbacks_handle(loop, ready):
 cdef class RecordFutures:
     """The futures of one batch's records, by offset delta, resolved in one call."""
 
-    cdef readonly object loop
-    cdef list futures
-    cdef public bint settled
+    # (its fields are declared in _cdelivery.pxd)
 
     def __init__(self, loop):
         self.loop = loop
@@ -468,6 +466,9 @@ cdef class RecordFutures:
 
     def add(self, Py_ssize_t offset_delta, int64_t timestamp):
         """A new future for the record at ``offset_delta`` in the batch, stamped ``timestamp``."""
+        return self._add(offset_delta, timestamp)
+
+    cdef object _add(self, Py_ssize_t offset_delta, int64_t timestamp):
         cdef RecordFuture fut = RecordFuture.__new__(RecordFuture)
         fut._loop = self.loop
         fut._index = offset_delta

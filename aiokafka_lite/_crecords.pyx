@@ -122,12 +122,7 @@ cdef inline int64_t checked_delta(int64_t timestamp, int64_t base) except? -1:
 cdef class RecordBatchBuilder:
     """Appends records to one batch buffer and writes its header when closed."""
 
-    cdef public bytearray buf
-    cdef public Py_ssize_t count
-    cdef public int64_t base_timestamp
-    cdef public int64_t max_timestamp
-    cdef public object compress
-    cdef public int codec_id
+    # (its fields are declared in _crecords.pxd)
 
     def __init__(self, int64_t base_timestamp, compress=None, int codec_id=0):
         self.buf = bytearray(BATCH_HEADER_SIZE)
@@ -146,6 +141,11 @@ cdef class RecordBatchBuilder:
         Py_ssize_t limit,
     ):
         """Encode one record into the buffer; return the bytes added (0: over ``limit``)."""
+        return self._append(timestamp, key, value, headers, limit)
+
+    cdef Py_ssize_t _append(
+        self, int64_t timestamp, object key, object value, object headers, Py_ssize_t limit
+    ) except -1:
         cdef Py_buffer kview, vview
         cdef Payload k, v
         cdef Py_ssize_t od = self.count, body, added, old, hsize

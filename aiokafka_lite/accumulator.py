@@ -99,6 +99,11 @@ class RecordAccumulator(BufferPool):
         # sender will take another batch, so nothing may be appended after it.
         self.shut_down: BaseException | None = None
 
+    @property
+    def queues(self) -> dict[str, dict[int, PartitionQueue]]:
+        """topic -> partition -> its queue: the same dict for the accumulator's life."""
+        return self._queues
+
     # -- appending ----------------------------------------------------------------
 
     def queue_for(self, topic: str, partition: int) -> PartitionQueue:

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import bulk_send, checks, compat, loop_check
-from .accumulator import RecordAccumulator
+from .accumulator import SEND_BOUND, SEND_RECORD_MEMORY, RecordAccumulator
 from .batch_builder import BatchBuilder
 from .client import NetworkClient
 from .compression import get_codec
@@ -38,6 +38,7 @@ from .metadata import Metadata, wait_on_metadata
 from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
 from .records import Header
 from .runtime import Runtime
+from .send_path import SendPath
 from .sender import Sender
 from .structs import DeliveryReport, OffsetAndMetadata, RecordMetadata, TopicPartition
 from .tasks import uncancellable
@@ -64,6 +65,11 @@ _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 # send() compares it with the thread id of the producer's loop on every record:
 # asyncio.get_running_loop() makes a getpid() syscall (to notice forks) on every call.
 _get_ident = threading.get_ident
+
+
+def _no_fast_path(topic: Any, key: Any, value: Any) -> None:
+    """send()'s fast path for a producer that has none: every record takes the general one."""
+    return None
 
 
 class AIOKafkaProducer(Generic[K, V]):
@@ -129,6 +135,10 @@ class AIOKafkaProducer(Generic[K, V]):
         self._metadata: Metadata
         self._acc: RecordAccumulator
         self._sender: Sender
+        # send()'s fast path (see send_path), for producers whose records take no
+        # serializer, partitioner, interceptor or transaction check: set at start().
+        self._fast_append: Callable[[Any, Any, Any], asyncio.Future[RecordMetadata] | None]
+        self._fast_append = _no_fast_path
 
     @property
     def config(self) -> ProducerConfig:
@@ -180,6 +190,17 @@ class AIOKafkaProducer(Generic[K, V]):
             self._client, self._metadata = runtime.client, runtime.metadata
             self._placement.metadata = runtime.metadata
             self._acc, self._sender = runtime.acc, runtime.sender
+            if not (self._wrapped or self._serializing or self._partitioner is not None):
+                self._fast_append = SendPath(
+                    runtime.metadata,
+                    self._hashes,
+                    runtime.acc,
+                    runtime.acc.queues,
+                    self._max_request_size,
+                    MAX_RECORD_OVERHEAD,
+                    SEND_RECORD_MEMORY,
+                    SEND_BOUND,
+                ).append
             await runtime.open()
         except BaseException as e:
             self._state = _CLOSED
@@ -389,6 +410,10 @@ class AIOKafkaProducer(Generic[K, V]):
         """
         if self._state != _STARTED or self._send_loop._thread_id != _get_ident():
             self._check_send()
+        if partition is None and timestamp_ms is None and headers is None:
+            fut = self._fast_append(topic, key, value)
+            if fut is not None:  # (None: not the plain case, and nothing was done)
+                return fut
         if self._wrapped:  # a transaction to check, or interceptors to run
             self._check_transactional_send()
             if self._interceptors:

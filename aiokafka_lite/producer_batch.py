@@ -18,14 +18,18 @@ import collections
 from .bulk_delivery import BulkDelivery
 from .compression import Compressor
 from .delivery import RecordFutures
-from .records import RecordBatchBuilder
+from .send_path import BatchCore
 from .structs import TopicPartition
 
 __all__ = ["PartitionQueue", "ProducerBatch"]
 
 
-class ProducerBatch(RecordBatchBuilder):
-    """A record batch plus what the producer needs to track its delivery."""
+class ProducerBatch(BatchCore):
+    """A record batch plus what the producer needs to track its delivery.
+
+    Its encoder and the fields send()'s fast path changes (``full``, ``memory``,
+    ``records``) are its base class, :class:`~aiokafka_lite.send_path.BatchCore`.
+    """
 
     __slots__ = (
         "attempts",
@@ -33,12 +37,9 @@ class ProducerBatch(RecordBatchBuilder):
         "bulk",
         "created",
         "done",
-        "full",
         "last_error",
         "maybe_written",
-        "memory",
         "queue",
-        "records",
         "retry_at",
     )
 

@@ -22,7 +22,7 @@ __all__ = ["COMPILED", "ENV_VAR", "REASON", "compiled_module"]
 #: Set (to anything but "" or "0") to use the pure-Python modules even where compiled.
 ENV_VAR = "AIOKAFKA_LITE_NO_EXTENSIONS"
 _FORCED_PURE = os.environ.get(ENV_VAR, "") not in ("", "0")
-_TWINS = ("_crecords", "_cpartitioner", "_cdelivery")
+_TWINS = ("_crecords", "_cpartitioner", "_cdelivery", "_csend_path")
 
 
 def _load() -> tuple[dict[str, ModuleType], str]:

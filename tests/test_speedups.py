@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import aiokafka_lite
-from aiokafka_lite import delivery, partitioner, records, speedups
+from aiokafka_lite import delivery, partitioner, records, send_path, speedups
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,19 +35,23 @@ def _compiled(name: str) -> Any:
 
 CRECORDS = _compiled("_crecords")
 CPARTITIONER = _compiled("_cpartitioner")
-BUILT = CRECORDS is not None and CPARTITIONER is not None and _compiled("_cdelivery") is not None
+BUILT = all(
+    _compiled(name) is not None
+    for name in ("_crecords", "_cpartitioner", "_cdelivery", "_csend_path")
+)
 needs_build = pytest.mark.skipif(not BUILT, reason="the extension is not built")
 
 PROBE = """
 import json
 import aiokafka_lite
-from aiokafka_lite import delivery, partitioner, records, speedups
+from aiokafka_lite import delivery, partitioner, records, send_path, speedups
 print(json.dumps({
     "compiled": speedups.COMPILED,
     "reason": speedups.REASON,
     "builder": records.RecordBatchBuilder.__module__,
     "murmur2": partitioner.murmur2 is partitioner.py_murmur2,
     "futures": delivery.RecordFutures.__module__,
+    "send_path": send_path.SendPath.__module__,
 }))
 """
 
@@ -84,6 +88,8 @@ def test_this_process_uses_what_the_environment_asks_for() -> None:
     assert (records.RecordBatchBuilder is not records.PyRecordBatchBuilder) is speedups.COMPILED
     assert (partitioner.murmur2 is not partitioner.py_murmur2) is speedups.COMPILED
     assert (delivery.RecordFutures is not delivery.PyRecordFutures) is speedups.COMPILED
+    assert (send_path.SendPath is not send_path.PySendPath) is speedups.COMPILED
+    assert (send_path.BatchCore is not send_path.PyBatchCore) is speedups.COMPILED
 
 
 def test_the_environment_variable_forces_pure_python() -> None:
@@ -94,12 +100,14 @@ def test_the_environment_variable_forces_pure_python() -> None:
         "builder": "aiokafka_lite.records",
         "murmur2": True,
         "futures": "aiokafka_lite.delivery",
+        "send_path": "aiokafka_lite.send_path",
     }
     default = probe(AIOKAFKA_LITE_NO_EXTENSIONS="0")  # "0" means not set
     assert default["compiled"] is BUILT
     if BUILT:
         assert default["builder"] == "aiokafka_lite._crecords"
         assert default["futures"] == "aiokafka_lite._cdelivery"
+        assert default["send_path"] == "aiokafka_lite._csend_path"
         assert default["murmur2"] is False
 
 

@@ -1,0 +1,15 @@
+# The compiled RecordBatchBuilder's layout, for the modules that cimport it (_csend_path).
+from libc.stdint cimport int64_t
+
+
+cdef class RecordBatchBuilder:
+    cdef public bytearray buf
+    cdef public Py_ssize_t count
+    cdef public int64_t base_timestamp
+    cdef public int64_t max_timestamp
+    cdef public object compress
+    cdef public int codec_id
+
+    cdef Py_ssize_t _append(
+        self, int64_t timestamp, object key, object value, object headers, Py_ssize_t limit
+    ) except -1

@@ -1,0 +1,124 @@
+# cython: language_level=3
+"""Compiled twin of :mod:`aiokafka_lite.send_path`: ``send()``'s fast path in C.
+
+Same case, same steps, same result as the pure ``SendPath.append`` (see its docstring);
+the record's timestamp is read from the system clock directly (``time.time()`` in ms).
+The batch's fields, its encoder and its futures are reached as C (``BatchCore`` and the
+cimported twins), not as Python attributes: on this path attribute lookups would cost
+more than the record's encoding.
+"""
+
+cimport cython
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
+from libc.stdint cimport int64_t
+from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
+
+from aiokafka_lite._cdelivery cimport RecordFutures
+from aiokafka_lite._crecords cimport RecordBatchBuilder
+
+
+cdef inline int64_t _now_ms():
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+cdef class BatchCore(RecordBatchBuilder):
+    """What the fast path reads and writes of a ProducerBatch (see send_path.BatchCore)."""
+
+    cdef public bint full
+    cdef public Py_ssize_t memory
+    cdef public RecordFutures records
+
+
+@cython.final
+cdef class SendPath:
+    """The fast path of one producer's ``send()`` (see aiokafka_lite.send_path)."""
+
+    cdef object _metadata
+    cdef dict _cache  # the KeyHashCache's dict (never replaced)
+    cdef object _hash
+    cdef object _pool  # the accumulator's buffer_memory budget
+    cdef dict _queues  # the accumulator's topic -> partition -> PartitionQueue
+    cdef object _waiters  # the pool's deque of callers waiting for memory
+    cdef Py_ssize_t _limit  # buffer_memory
+    cdef Py_ssize_t _max_size
+    cdef Py_ssize_t _overhead
+    cdef Py_ssize_t _record_memory
+    cdef Py_ssize_t _bound
+
+    def __init__(
+        self,
+        metadata,
+        hashes,
+        pool,
+        dict queues,
+        Py_ssize_t max_request_size,
+        Py_ssize_t record_overhead,
+        Py_ssize_t record_memory,
+        Py_ssize_t send_bound,
+    ):
+        self._metadata = metadata
+        self._cache = hashes.peek.__self__
+        self._hash = hashes.hash
+        self._pool = pool
+        self._queues = queues
+        self._waiters = pool._waiters
+        self._limit = pool.limit
+        self._max_size = max_request_size
+        self._overhead = record_overhead
+        self._record_memory = record_memory
+        self._bound = send_bound
+
+    def append(self, topic, key, value):
+        """Append the record and return its future, or None (nothing done) if not plain."""
+        cdef Py_ssize_t size, n, added, used
+        cdef PyObject* found
+        cdef int64_t timestamp
+        cdef BatchCore batch
+        if type(key) is not bytes:
+            return None
+        try:
+            parts = self._metadata.partitions_by_topic.get(topic)
+        except TypeError:  # unhashable: the general path names the problem
+            return None
+        if parts is None:
+            return None
+        if type(value) is bytes:
+            size = self._overhead + len(<bytes>key) + len(<bytes>value)
+        elif value is None:
+            size = self._overhead + len(<bytes>key)
+        else:
+            return None
+        if size > self._max_size or self._waiters:
+            return None
+        pool = self._pool
+        used = pool.used
+        if used + size + self._bound > self._limit:
+            return None
+        found = PyDict_GetItem(self._cache, key)
+        h = <object>found if found != NULL else self._hash(key)
+        found = PyDict_GetItem(self._queues, topic)
+        if found == NULL:
+            return None
+        found = PyDict_GetItem(<dict>found, h % len(parts))
+        if found == NULL:
+            return None
+        q = <object>found
+        batches = q.batches
+        n = len(batches)
+        if n == 0:
+            return None
+        batch = <BatchCore?>batches[n - 1]  # (built without wraparound: no negative indices)
+        if batch.full:
+            return None
+        timestamp = _now_ms()
+        added = batch._append(timestamp, key, value, None, q.batch_limit)
+        if added == 0:
+            batch.full = True  # as append would mark it; the general path starts the next
+            return None
+        added += self._record_memory
+        batch.memory += added
+        pool.used = used + added  # (no Python code since it was read can have changed it)
+        return batch.records._add(batch.count - 1, timestamp)

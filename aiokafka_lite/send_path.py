@@ -1,0 +1,146 @@
+"""``send()``'s fast path: a plain keyed record appended to its partition's open batch.
+
+Most records a producer sends are the same case: bytes key and value, no headers, no
+explicit partition or timestamp, a topic whose partitions are known, room in the budget
+and in the partition's open batch. :meth:`SendPath.append` does exactly that case, start
+to end (size, murmur2 placement, timestamp, encode, memory, future), and returns None,
+having changed nothing, for anything else: ``send()`` then takes its general path, which
+checks each argument, waits for metadata or memory and starts new batches.
+
+It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
+hash in front. :class:`BatchCore` is the part of a
+:class:`~aiokafka_lite.producer_batch.ProducerBatch` it reads and writes. This module is
+the pure-Python twin; ``_csend_path.pyx`` (used when it was built, see
+:mod:`aiokafka_lite.speedups`) does the same in C, with the batch's fields as C fields, so
+that a record on this path costs no interpreted code between ``send()`` and its future.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import speedups
+from .delivery import RecordFutures
+from .records import RecordBatchBuilder
+
+if TYPE_CHECKING:
+    from .buffer_pool import BufferPool
+    from .metadata import Metadata
+    from .partitioner import KeyHashCache
+    from .structs import RecordMetadata
+
+__all__ = ["BatchCore", "PyBatchCore", "PySendPath", "SendPath"]
+
+
+class BatchCore(RecordBatchBuilder):
+    """A batch's encoder plus what :meth:`SendPath.append` changes beside its bytes."""
+
+    __slots__ = ("full", "memory", "records")
+
+    full: bool  # no more appends: filled up, or drained for sending
+    memory: int  # bytes of buffer_memory the batch holds
+    records: RecordFutures  # the futures of its send() records
+
+
+class PartitionBatches(Protocol):
+    """What the fast path reads of a partition's queue (a PartitionQueue)."""
+
+    @property
+    def batches(self) -> Sequence[BatchCore]: ...  # oldest first, the last may be open
+
+    @property
+    def batch_limit(self) -> int: ...  # the uncompressed bytes its open batch may take
+
+
+class SendPath:
+    """The fast path of one producer's ``send()`` (see the module docstring)."""
+
+    __slots__ = (
+        "_bound",
+        "_hash",
+        "_limit",
+        "_max_size",
+        "_metadata",
+        "_overhead",
+        "_peek",
+        "_pool",
+        "_queues",
+        "_record_memory",
+        "_waiters",
+    )
+
+    def __init__(
+        self,
+        metadata: Metadata,
+        hashes: KeyHashCache,
+        pool: BufferPool,
+        queues: Mapping[str, Mapping[int, PartitionBatches]],
+        max_request_size: int,
+        record_overhead: int,
+        record_memory: int,
+        send_bound: int,
+    ) -> None:
+        self._metadata = metadata
+        self._peek = hashes.peek
+        self._hash = hashes.hash
+        self._pool = pool  # the accumulator's buffer_memory budget
+        self._queues = queues  # the accumulator's topic -> partition -> queue (never replaced)
+        self._waiters = pool._waiters  # (never replaced either)
+        self._limit = pool.limit
+        self._max_size = max_request_size
+        self._overhead = record_overhead  # the most a record adds besides key and value
+        self._record_memory = record_memory  # buffer_memory a record holds besides its bytes
+        self._bound = send_bound  # ... and what it may take, should it start a batch
+
+    def append(self, topic: Any, key: Any, value: Any) -> asyncio.Future[RecordMetadata] | None:
+        """Append the record and return its future, or None (nothing done) if not plain."""
+        try:
+            parts = self._metadata.partitions_by_topic.get(topic)
+        except TypeError:  # unhashable: the general path names the problem
+            return None
+        if parts is None or type(key) is not bytes:
+            return None
+        if type(value) is bytes:
+            size = self._overhead + len(key) + len(value)
+        elif value is None:
+            size = self._overhead + len(key)
+        else:
+            return None
+        pool = self._pool
+        if size > self._max_size or self._waiters or pool.used + size + self._bound > self._limit:
+            return None
+        h = self._peek(key)
+        if h is None:
+            h = self._hash(key)
+        parts_of_topic = self._queues.get(topic)
+        if parts_of_topic is None:
+            return None
+        q = parts_of_topic.get(h % len(parts))
+        if q is None or not q.batches:
+            return None
+        batch: BatchCore = q.batches[-1]
+        if batch.full:
+            return None
+        timestamp = int(time.time() * 1000)
+        added = batch.append(timestamp, key, value, None, q.batch_limit)
+        if not added:
+            batch.full = True  # as append would mark it; the general path starts the next
+            return None
+        added += self._record_memory
+        batch.memory += added
+        pool.used += added
+        fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
+        return fut
+
+
+# The pure class stays reachable (tests run both); the compiled twin takes the name
+# when it was built (see aiokafka_lite.speedups).
+PySendPath = SendPath
+PyBatchCore = BatchCore
+_compiled = speedups.compiled_module("_csend_path")
+if _compiled is not None and not TYPE_CHECKING:
+    SendPath = _compiled.SendPath
+    BatchCore = _compiled.BatchCore

@@ -1,0 +1,200 @@
+"""send()'s fast path (:mod:`aiokafka_lite.send_path`, in C when built).
+
+A plain keyed record (bytes key and value, no headers, partition or timestamp, known
+topic, room in the budget and in the open batch) is appended by ``SendPath.append``;
+anything else must come back None with nothing changed, so that the general path
+handles it exactly as before. Checked against the real broker, with records read back
+by confluent-kafka (which checks CRCs), in both twins: the pure one always, the compiled
+one when built (CI runs the suite in both builds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from conftest import TopicFactory
+from readers import read_all_confluent
+
+from aiokafka_lite import AIOKafkaProducer, send_path, speedups
+from aiokafka_lite.accumulator import SEND_BOUND, SEND_RECORD_MEMORY
+from aiokafka_lite.partitioner import py_default_partition
+from aiokafka_lite.placement import MAX_RECORD_OVERHEAD
+from aiokafka_lite.producer import _no_fast_path
+
+TWINS = [pytest.param(send_path.PySendPath, id="pure")]
+if speedups.COMPILED:  # the compiled twin needs the compiled batches it reads as C
+    TWINS.append(pytest.param(send_path.SendPath, id="compiled"))
+
+
+@asynccontextmanager
+async def started(bootstrap: str, **config: Any) -> Any:
+    """A started producer; by default its records stay buffered until flush()."""
+    config = {"linger_ms": 60_000, "delivery_timeout_ms": 120_000, **config}
+    producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(bootstrap_servers=bootstrap, **config)
+    await producer.start()
+    try:
+        yield producer
+    finally:
+        await producer.stop()
+
+
+def path_of(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> Any:
+    """A SendPath of twin ``cls`` over the producer's own parts (as start() makes one)."""
+    acc = producer._acc
+    return cls(
+        producer._metadata,
+        producer._hashes,
+        acc,
+        acc.queues,
+        producer._max_request_size,
+        MAX_RECORD_OVERHEAD,
+        SEND_RECORD_MEMORY,
+        SEND_BOUND,
+    )
+
+
+def state(producer: AIOKafkaProducer[Any, Any]) -> tuple[Any, ...]:
+    """Everything an append changes: the budget used and every batch's bytes and count."""
+    acc = producer._acc
+    batches = tuple(
+        (topic, p, len(b.buf), b.count, b.memory, b.full, len(b.records))
+        for topic, parts in acc.queues.items()
+        for p, q in parts.items()
+        for b in q.batches
+    )
+    return acc.used, batches
+
+
+def counting(producer: AIOKafkaProducer[Any, Any]) -> Callable[[], int]:
+    """Count the records send() hands to the fast path and it appends."""
+    taken = 0
+    inner = producer._fast_append
+
+    def fast(topic: Any, key: Any, value: Any) -> Any:
+        nonlocal taken
+        fut = inner(topic, key, value)
+        taken += fut is not None
+        return fut
+
+    producer._fast_append = fast
+    return lambda: taken
+
+
+async def test_records_on_the_fast_path_are_what_the_general_path_sends(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    fast_topic, general_topic = topic_factory(3), topic_factory(3)
+    keys = [b"user-%d" % (i % 50) for i in range(3_000)] + [b"k-%d" % i for i in range(500)]
+    value = b"v" * 60
+    sent: dict[str, list[tuple[bytes, Any]]] = {}
+    async with (
+        started(bootstrap, batch_size=4096, linger_ms=5) as fast,
+        started(bootstrap, linger_ms=5) as general,
+    ):
+        general._fast_append = _no_fast_path
+        taken = counting(fast)
+        for producer, topic in ((fast, fast_topic), (general, general_topic)):
+            await producer.send_and_wait(topic, b"first", b"first")  # metadata, queues
+            before = int(time.time() * 1000)
+            futures = [await producer.send(topic, value, key) for key in keys]
+            metadata = await asyncio.gather(*futures)
+            after = int(time.time() * 1000)
+            assert all(before <= md.timestamp <= after for md in metadata)
+            sent[topic] = list(zip(keys, metadata, strict=True))
+    # Batches of 4 KiB fill every ~50 records: each new batch took the general path.
+    assert len(keys) - 3 * len(keys) // 50 <= taken() < len(keys)
+    for topic in (fast_topic, general_topic):
+        read = {
+            (r.partition, r.offset): r for r in read_all_confluent(bootstrap, topic, 1 + len(keys))
+        }
+        assert len(read) == 1 + len(keys)
+        for key, md in sent[topic]:
+            assert md.partition == py_default_partition(key, 3)  # Java's murmur2 placement
+            record = read[(md.partition, md.offset)]
+            assert (record.key, record.value, record.headers) == (key, value, [])
+            assert record.timestamp == md.timestamp
+
+
+@pytest.mark.parametrize("cls", TWINS)
+async def test_what_is_not_plain_comes_back_none_with_nothing_changed(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(2)
+    async with started(bootstrap, max_request_size=10_000) as producer:
+        first = await producer.send(topic, b"v", b"k")  # the topic's metadata and queue
+        path = path_of(cls, producer)
+        before = state(producer)
+        not_plain: list[tuple[Any, Any, Any]] = [
+            (topic, "str key", b"v"),
+            (topic, None, b"v"),  # keyless: the sticky partitioner's
+            (topic, bytearray(b"k"), b"v"),
+            (topic, b"k", "str value"),
+            (topic, b"k", 12),
+            (topic, b"k", memoryview(b"v")),
+            ("no-such-topic-here", b"k", b"v"),
+            (["unhashable"], b"k", b"v"),
+            (topic, b"k", b"x" * 10_000),  # over max_request_size: the general path names it
+        ]
+        for args in not_plain:
+            assert path.append(*args) is None, args
+            assert state(producer) == before, args
+        # A full open batch: the general path starts the next one.
+        (batch,) = producer._acc.queues[topic][py_default_partition(b"k", 2)].batches
+        batch.full = True
+        full = state(producer)
+        assert path.append(topic, b"k", b"v") is None
+        assert state(producer) == full
+        batch.full = False
+        # The plain case: the budget grows by the bytes encoded plus a record's overhead.
+        size = len(batch.buf)
+        fut = path.append(topic, b"k", b"v")
+        assert fut is not None and not fut.done()
+        assert producer._acc.used == before[0] + len(batch.buf) - size + SEND_RECORD_MEMORY
+        await producer.flush()
+        assert (await fut).offset == (await first).offset + 1
+
+
+@pytest.mark.parametrize("cls", TWINS)
+async def test_a_record_over_the_budget_or_behind_waiters_is_left_to_the_general_path(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """The budget is spent for real; the waiter is put in the pool's queue by hand (a
+    real one is granted within milliseconds here, as the broker acks the batches that
+    a waiting caller makes sendable at once: too soon to observe the fast path then)."""
+    topic = topic_factory(1)
+    budget = 64 * 1024
+    async with started(bootstrap, buffer_memory=budget, batch_size=budget) as producer:
+        path = path_of(cls, producer)
+        await producer.send(topic, b"v", b"k")
+        futures = []
+        while (fut := path.append(topic, b"k", b"v" * 1000)) is not None:
+            futures.append(fut)
+        acc = producer._acc
+        assert acc.used + SEND_BOUND + MAX_RECORD_OVERHEAD + 1001 > acc.limit  # spent
+        assert len(futures) > 40
+        # The general path waits for memory (the fast path never does), and gets it.
+        late = await asyncio.wait_for(producer.send(topic, b"v" * 1000, b"k"), 30)
+        await producer.flush()
+        assert all(f.done() and not f.exception() for f in [*futures, late])
+        await producer.send(topic, b"", b"k")  # a new open batch (the others were sent)
+        # Behind a waiter even a record that fits is not appended (FIFO, as Java).
+        acc._waiters.append((10, asyncio.get_running_loop().create_future()))
+        before = state(producer)
+        assert path.append(topic, b"k", b"") is None
+        assert state(producer) == before
+        acc._waiters.clear()
+        assert path.append(topic, b"k", b"") is not None
+
+
+def test_batch_core_is_the_base_of_producer_batch() -> None:
+    """The fast path reads a batch's fields as C: they must be the compiled base's."""
+    from aiokafka_lite.producer_batch import ProducerBatch
+
+    assert ProducerBatch.__mro__[1] is send_path.BatchCore
+    for name in ("full", "memory", "records"):
+        assert name not in ProducerBatch.__slots__  # a slot would hide the base's field

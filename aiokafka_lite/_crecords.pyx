@@ -11,6 +11,7 @@ errors they raise are the same too. Layout: see ``records.py``.
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
@@ -222,7 +223,9 @@ cdef class RecordBatchBuilder:
         cdef Py_ssize_t od = self.count, first = self.count
         cdef bytearray buf = self.buf
         cdef Py_ssize_t end = PyByteArray_GET_SIZE(buf)
-        cdef Py_ssize_t hard = end + budget
+        # Where the budget ends; a budget beyond the address space is no bound (and must
+        # not overflow into a negative one).
+        cdef Py_ssize_t hard = end + budget if budget <= PY_SSIZE_T_MAX - end else PY_SSIZE_T_MAX
         cdef Py_ssize_t total = len(order), pos, i, body, added
         cdef uint64_t z_od, z_body
         cdef char* p

@@ -155,7 +155,8 @@ def test_compiled_append_writes_the_same_bytes(
     pairs=st.lists(st.tuples(payload, payload), max_size=60),
     start=st.integers(0, 5),
     limit=st.integers(0, 4000),
-    budget=st.integers(0, 4000),
+    # up to sys.maxsize: a budget with no bound must not overflow the compiled arithmetic
+    budget=st.integers(0, 4000) | st.integers(sys.maxsize - 5000, sys.maxsize),
     prefilled=st.integers(0, 3),
 )
 def test_compiled_append_many_stops_where_pure_stops(

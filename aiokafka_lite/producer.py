@@ -414,6 +414,12 @@ class AIOKafkaProducer(Generic[K, V]):
             fut = self._fast_append(topic, key, value)
             if fut is not None:  # (None: not the plain case, and nothing was done)
                 return fut
+        if self._sender.due:
+            # A batch was started or filled since the sender last ran: let it run before
+            # this append (Java's sender thread would be sending already), so that the
+            # broker works while the caller appends instead of after. Once per sender
+            # pass, and before the append: a send() cancelled here appended nothing.
+            await asyncio.sleep(0)
         if self._wrapped:  # a transaction to check, or interceptors to run
             self._check_transactional_send()
             if self._interceptors:

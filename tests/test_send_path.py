@@ -198,3 +198,26 @@ def test_batch_core_is_the_base_of_producer_batch() -> None:
     assert ProducerBatch.__mro__[1] is send_path.BatchCore
     for name in ("full", "memory", "records"):
         assert name not in ProducerBatch.__slots__  # a slot would hide the base's field
+
+
+@pytest.mark.parametrize("serializer", [None, str.encode], ids=["fast-path", "general-path"])
+async def test_full_batches_go_out_while_the_caller_keeps_sending(
+    serializer: Any, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """A caller that only awaits send() still has its full batches sent while it appends:
+    send() yields once to a woken sender before its next general-path append (as Java's
+    sender thread would be sending). With linger 60 s nothing else would send them
+    before the loop ends; and each record's future resolves once, in order."""
+    topic = topic_factory(1)
+    async with started(bootstrap, batch_size=2048, value_serializer=serializer) as producer:
+        value: Any = "v" * 100 if serializer else b"v" * 100
+        await producer.send(topic, value, b"k")
+        await producer.flush()  # the connection to the leader is up
+        before = producer.metrics()["batch-total"]
+        futures = [await producer.send(topic, value, b"k") for _ in range(500)]
+        # ~29 batches filled; each is sent at the next send() (up to 5 in flight before
+        # the broker's first answer is read): before any await but send()'s.
+        assert producer.metrics()["batch-total"] - before >= 5
+        await producer.flush()
+        offsets = [(await fut).offset for fut in futures]
+    assert offsets == list(range(offsets[0], offsets[0] + 500))

@@ -47,6 +47,7 @@ cdef class SendPath:
     cdef Py_ssize_t _overhead
     cdef Py_ssize_t _record_memory
     cdef Py_ssize_t _bound
+    cdef public bint filled  # append() found the open batch full (see send_path)
 
     def __init__(
         self,
@@ -117,6 +118,7 @@ cdef class SendPath:
         added = batch._append(timestamp, key, value, None, q.batch_limit)
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next
+            self.filled = True
             return None
         added += self._record_memory
         batch.memory += added

@@ -94,10 +94,6 @@ class Sender:
         self._acks = config.acks_value
         self._loop = asyncio.get_running_loop()
         self._wake: asyncio.Future[None] | None = None
-        # Woken (a batch was started or filled) or with more to send, and not yet run:
-        # send() yields once before its next general-path append when this is set, so
-        # that a full batch goes out while the caller keeps appending (see send()).
-        self.due = False
         self._task: Handle[None] | None = None
         # Counted per request and per batch, never per record.
         self.requests_sent = 0
@@ -132,7 +128,6 @@ class Sender:
         wake = self._wake
         if wake is not None and not wake.done():
             wake.set_result(None)
-            self.due = True
 
     @property
     def idle(self) -> bool:
@@ -198,7 +193,6 @@ class Sender:
             if delay > 0:
                 await self._sleep(delay)
             else:
-                self.due = True
                 await asyncio.sleep(0)  # let appends and responses in between drains
 
     async def _sleep(self, delay: float) -> None:
@@ -211,7 +205,6 @@ class Sender:
             self._wake = None
 
     def _run_once(self, now: float) -> float:
-        self.due = False
         if self._client.auth_error is not None:
             self._fail_unauthenticated()
         ready, delay, unknown_leader, expired = self._acc.ready(

@@ -9,12 +9,14 @@ more than the record's encoding.
 """
 
 cimport cython
-from cpython.dict cimport PyDict_GetItem
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t
 from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 
 from aiokafka_lite._cdelivery cimport RecordFutures
+from aiokafka_lite._cpartitioner cimport _hash as murmur2_hash
 from aiokafka_lite._crecords cimport RecordBatchBuilder
 
 
@@ -38,7 +40,7 @@ cdef class SendPath:
 
     cdef object _metadata
     cdef dict _cache  # the KeyHashCache's dict (never replaced)
-    cdef object _hash
+    cdef Py_ssize_t _capacity  # ... and its bound
     cdef object _pool  # the accumulator's buffer_memory budget
     cdef dict _queues  # the accumulator's topic -> partition -> PartitionQueue
     cdef object _waiters  # the pool's deque of callers waiting for memory
@@ -62,7 +64,7 @@ cdef class SendPath:
     ):
         self._metadata = metadata
         self._cache = hashes.peek.__self__
-        self._hash = hashes.hash
+        self._capacity = hashes.capacity
         self._pool = pool
         self._queues = queues
         self._waiters = pool._waiters
@@ -71,6 +73,17 @@ cdef class SendPath:
         self._overhead = record_overhead
         self._record_memory = record_memory
         self._bound = send_bound
+
+    cdef object _hash(self, bytes key):
+        """KeyHashCache.hash on a miss: ``to_positive(murmur2(key))``, remembered."""
+        h = <long>(
+            murmur2_hash(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
+            & 0x7FFFFFFF
+        )
+        if len(self._cache) >= self._capacity:
+            self._cache.clear()  # (as KeyHashCache: dropping entries never changes a result)
+        PyDict_SetItem(self._cache, key, h)
+        return h
 
     def append(self, topic, key, value):
         """Append the record and return its future, or None (nothing done) if not plain."""
@@ -99,7 +112,7 @@ cdef class SendPath:
         if used + size + self._bound > self._limit:
             return None
         found = PyDict_GetItem(self._cache, key)
-        h = <object>found if found != NULL else self._hash(key)
+        h = <object>found if found != NULL else self._hash(<bytes>key)
         found = PyDict_GetItem(self._queues, topic)
         if found == NULL:
             return None

@@ -112,6 +112,11 @@ class KeyHashCache:
     def __len__(self) -> int:
         return len(self._cache)
 
+    @property
+    def capacity(self) -> int:
+        """How many keys it holds before it starts over."""
+        return self._capacity
+
     def hash(self, key: bytes) -> int:
         """``to_positive(murmur2(key))``, memoized; the hit path is one ``dict.get``."""
         cache = self._cache

@@ -221,3 +221,25 @@ async def test_full_batches_go_out_while_the_caller_keeps_sending(
         await producer.flush()
         offsets = [(await fut).offset for fut in futures]
     assert offsets == list(range(offsets[0], offsets[0] + 500))
+
+
+@pytest.mark.parametrize("cls", TWINS)
+async def test_the_key_hash_cache_stays_bounded_on_the_fast_path(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """Distinct keys past the cache's capacity: it starts over (murmur2 is pure, so
+    dropping entries changes no partition) instead of growing with the keys."""
+    topic = topic_factory(3)
+    async with started(bootstrap) as producer:
+        await producer.send(topic, b"v", b"k")
+        path = path_of(cls, producer)
+        capacity = producer._hashes.capacity
+        keys = [b"%08d" % i for i in range(capacity + 1000)]
+        for key in keys:
+            fut = path.append(topic, key, b"") or await producer.send(topic, b"", key)
+            assert len(producer._hashes) <= capacity
+        assert len(producer._hashes) == 1000 + 1  # cleared once, when it was full
+        tail = keys[-1000:]
+        assert all(producer._hashes.hash(k) % 3 == py_default_partition(k, 3) for k in tail)
+        await producer.flush()
+        assert fut.result().partition == py_default_partition(keys[-1], 3)

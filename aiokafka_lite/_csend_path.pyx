@@ -2,7 +2,7 @@
 """Compiled twin of :mod:`aiokafka_lite.send_path`: ``send()``'s fast path in C.
 
 Same case, same steps, same result as the pure ``SendPath.append`` (see its docstring);
-the record's timestamp is read from the system clock directly (``time.time()`` in ms).
+the record's timestamp is ``int(time.time() * 1000)``, as on the general path.
 The batch's fields, its encoder and its futures are reached as C (``BatchCore`` and the
 cimported twins), not as Python attributes: on this path attribute lookups would cost
 more than the record's encoding.
@@ -13,17 +13,13 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t
-from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 
 from aiokafka_lite._cdelivery cimport RecordFutures
 from aiokafka_lite._cpartitioner cimport _hash as murmur2_hash
 from aiokafka_lite._crecords cimport RecordBatchBuilder
 
 
-cdef inline int64_t _now_ms():
-    cdef timespec ts
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+import time as _time  # (time.time looked up per record, as the general path does)
 
 
 cdef class BatchCore(RecordBatchBuilder):
@@ -49,7 +45,6 @@ cdef class SendPath:
     cdef Py_ssize_t _overhead
     cdef Py_ssize_t _record_memory
     cdef Py_ssize_t _bound
-    cdef public bint filled  # append() found the open batch full (see send_path)
 
     def __init__(
         self,
@@ -63,7 +58,7 @@ cdef class SendPath:
         Py_ssize_t send_bound,
     ):
         self._metadata = metadata
-        self._cache = hashes.peek.__self__
+        self._cache = hashes.table
         self._capacity = hashes.capacity
         self._pool = pool
         self._queues = queues
@@ -86,8 +81,8 @@ cdef class SendPath:
         return h
 
     def append(self, topic, key, value):
-        """Append the record and return its future, or None (nothing done) if not plain."""
-        cdef Py_ssize_t size, n, added, used
+        """Append the record and return its future, or None if it is not the plain case."""
+        cdef Py_ssize_t size, n, added
         cdef PyObject* found
         cdef int64_t timestamp
         cdef BatchCore batch
@@ -108,8 +103,7 @@ cdef class SendPath:
         if size > self._max_size or self._waiters:
             return None
         pool = self._pool
-        used = pool.used
-        if used + size + self._bound > self._limit:
+        if pool.used + (size + self._bound) > self._limit:
             return None
         found = PyDict_GetItem(self._cache, key)
         h = <object>found if found != NULL else self._hash(<bytes>key)
@@ -127,13 +121,12 @@ cdef class SendPath:
         batch = <BatchCore?>batches[n - 1]  # (built without wraparound: no negative indices)
         if batch.full:
             return None
-        timestamp = _now_ms()
+        timestamp = <int64_t>(_time.time() * 1000)  # int(time.time() * 1000)
         added = batch._append(timestamp, key, value, None, q.batch_limit)
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next
-            self.filled = True
             return None
         added += self._record_memory
         batch.memory += added
-        pool.used = used + added  # (no Python code since it was read can have changed it)
+        pool.used += added
         return batch.records._add(batch.count - 1, timestamp)

@@ -44,12 +44,13 @@ SEND_RECORD_MEMORY = RECORD_MEMORY
 # A send_many() record has no future: its slot in the index list of its run (8 B, and
 # an int of 32 B).
 BULK_RECORD_MEMORY = 8 + 32
-# A batch, besides its records: its header's bytes, the ProducerBatch (176), its buffer
-# object (56), its done future (144), its creation time (a float, 24), its entries in the
-# accumulator's set and dict of batches and queues (104 with their tables' growth) and
-# the active twin's RecordFutures. Counted when the batch is made, so a record that may
-# have to start one is checked against the budget with it (SEND_BOUND).
-BATCH_MEMORY = BATCH_HEADER_SIZE + 176 + 56 + 144 + 24 + 104 + FUTURES_MEMORY
+# A batch, besides its records: its header's bytes, the ProducerBatch (184 compiled, 176
+# pure: the larger), its buffer object (56), its done future (144), its creation time (a
+# float, 24), its entries in the accumulator's set and dict of batches and queues (104
+# with their tables' growth) and the active twin's RecordFutures. Counted when the batch
+# is made, so a record that may have to start one is checked against the budget with it
+# (SEND_BOUND).
+BATCH_MEMORY = BATCH_HEADER_SIZE + 184 + 56 + 144 + 24 + 104 + FUTURES_MEMORY
 SEND_BOUND = SEND_RECORD_MEMORY + BATCH_MEMORY - BATCH_HEADER_SIZE  # (sizes include the header)
 # A run of send_many() records in a batch: its (delta, timestamp, indices) tuple (64) and
 # its slot in the batch's list of runs (32 as the list grows), the index list's object

@@ -117,6 +117,12 @@ class KeyHashCache:
         """How many keys it holds before it starts over."""
         return self._capacity
 
+    @property
+    def table(self) -> dict[bytes, int]:
+        """The memo itself (never replaced), for compiled code that reads and fills it
+        directly (``_csend_path``), keeping :meth:`hash`'s policy."""
+        return self._cache
+
     def hash(self, key: bytes) -> int:
         """``to_positive(murmur2(key))``, memoized; the hit path is one ``dict.get``."""
         cache = self._cache

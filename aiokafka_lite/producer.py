@@ -137,7 +137,6 @@ class AIOKafkaProducer(Generic[K, V]):
         self._sender: Sender
         # send()'s fast path (see send_path), for producers whose records take no
         # serializer, partitioner, interceptor or transaction check: set at start().
-        self._send_path: SendPath | None = None
         self._fast_append: Callable[[Any, Any, Any], asyncio.Future[RecordMetadata] | None]
         self._fast_append = _no_fast_path
 
@@ -192,7 +191,7 @@ class AIOKafkaProducer(Generic[K, V]):
             self._placement.metadata = runtime.metadata
             self._acc, self._sender = runtime.acc, runtime.sender
             if not (self._wrapped or self._serializing or self._partitioner is not None):
-                path = self._send_path = SendPath(
+                path = SendPath(
                     runtime.metadata,
                     self._hashes,
                     runtime.acc,
@@ -416,16 +415,6 @@ class AIOKafkaProducer(Generic[K, V]):
             fut = self._fast_append(topic, key, value)
             if fut is not None:  # (None: not the plain case, and nothing was done)
                 return fut
-            path = self._send_path
-            if path is not None and path.filled:
-                # The open batch filled up: wake the sender and let it send the batch
-                # before this record starts the next one (Java's sender thread would be
-                # sending already), so that the broker works while the caller appends
-                # instead of after. Before the append: a send() cancelled here appended
-                # nothing.
-                path.filled = False
-                self._sender.wakeup()
-                await asyncio.sleep(0)
         if self._wrapped:  # a transaction to check, or interceptors to run
             self._check_transactional_send()
             if self._interceptors:

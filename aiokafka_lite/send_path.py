@@ -1,10 +1,12 @@
 """``send()``'s fast path: a plain keyed record appended to its partition's open batch.
 
-Most records a producer sends are the same case: bytes key and value, no headers, no
-explicit partition or timestamp, a topic whose partitions are known, room in the budget
-and in the partition's open batch. :meth:`SendPath.append` does exactly that case, start
-to end (size, murmur2 placement, timestamp, encode, memory, future), and returns None,
-having changed nothing, for anything else: ``send()`` then takes its general path, which
+Most records a producer sends are the same case: a bytes key, a bytes value (or None), no
+headers, no explicit partition or timestamp, a topic whose partitions are known, room in
+the budget and in the partition's open batch. :meth:`SendPath.append` does exactly that
+case, start to end (size, murmur2 placement, timestamp, encode, memory, future), and
+returns None for anything else, having changed nothing the general path would see
+differently (it may have remembered the key's hash, and marked an open batch it found
+full as full, as the general path would): ``send()`` then takes its general path, which
 checks each argument, waits for metadata or memory and starts new batches.
 
 It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
@@ -12,7 +14,7 @@ hash in front. :class:`BatchCore` is the part of a
 :class:`~aiokafka_lite.producer_batch.ProducerBatch` it reads and writes. This module is
 the pure-Python twin; ``_csend_path.pyx`` (used when it was built, see
 :mod:`aiokafka_lite.speedups`) does the same in C, with the batch's fields as C fields, so
-that a record on this path costs no interpreted code between ``send()`` and its future.
+that a record on this path runs no interpreted code between ``send()`` and its future.
 """
 
 from __future__ import annotations
@@ -70,7 +72,6 @@ class SendPath:
         "_queues",
         "_record_memory",
         "_waiters",
-        "filled",
     )
 
     def __init__(
@@ -95,12 +96,9 @@ class SendPath:
         self._overhead = record_overhead  # the most a record adds besides key and value
         self._record_memory = record_memory  # buffer_memory a record holds besides its bytes
         self._bound = send_bound  # ... and what it may take, should it start a batch
-        # Set when append() found the open batch full (and marked it so): the caller
-        # can let the sender send it before the next record starts a new batch.
-        self.filled = False
 
     def append(self, topic: Any, key: Any, value: Any) -> asyncio.Future[RecordMetadata] | None:
-        """Append the record and return its future, or None (nothing done) if not plain."""
+        """Append the record and return its future, or None if it is not the plain case."""
         try:
             parts = self._metadata.partitions_by_topic.get(topic)
         except TypeError:  # unhashable: the general path names the problem
@@ -132,7 +130,6 @@ class SendPath:
         added = batch.append(timestamp, key, value, None, q.batch_limit)
         if not added:
             batch.full = True  # as append would mark it; the general path starts the next
-            self.filled = True
             return None
         added += self._record_memory
         batch.memory += added

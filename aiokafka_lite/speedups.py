@@ -1,8 +1,9 @@
 """Which implementation of the hot path is in use: the compiled twins, or pure Python.
 
-The record encoder (:mod:`aiokafka_lite.records`), murmur2 (:mod:`aiokafka_lite.partitioner`)
-and the per-record delivery futures (:mod:`aiokafka_lite.delivery`) each have a compiled
-twin (Cython, built by ``pip install``) with the same API and the same bytes on the wire.
+The record encoder (:mod:`aiokafka_lite.records`), murmur2 (:mod:`aiokafka_lite.partitioner`),
+the per-record delivery futures (:mod:`aiokafka_lite.delivery`) and ``send()``'s fast path
+(:mod:`aiokafka_lite.send_path`) each have a compiled twin (Cython, built by
+``pip install``) with the same API and the same bytes on the wire.
 The twins are used when they were built; setting the environment variable
 ``AIOKAFKA_LITE_NO_EXTENSIONS=1`` before the first ``import aiokafka_lite`` forces the
 pure-Python modules. ::
@@ -32,8 +33,9 @@ def _load() -> tuple[dict[str, ModuleType], str]:
     for name in _TWINS:
         try:
             modules[name] = importlib.import_module(f"{__package__}.{name}")
-        except ImportError as e:
+        except (ImportError, ValueError) as e:
             # All or none: a partial build would mix implementations in one batch.
+            # (ValueError: a twin built against another build of the ones it cimports.)
             return {}, f"the compiled module {name} is not available ({e})"
     return modules, "compiled"
 

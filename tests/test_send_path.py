@@ -11,6 +11,7 @@ one when built (CI runs the suite in both builds).
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -22,6 +23,7 @@ from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, send_path, speedups
 from aiokafka_lite.accumulator import SEND_BOUND, SEND_RECORD_MEMORY
+from aiokafka_lite.interceptors import ProducerRecord
 from aiokafka_lite.partitioner import py_default_partition
 from aiokafka_lite.placement import MAX_RECORD_OVERHEAD
 from aiokafka_lite.producer import _no_fast_path
@@ -200,27 +202,20 @@ def test_batch_core_is_the_base_of_producer_batch() -> None:
         assert name not in ProducerBatch.__slots__  # a slot would hide the base's field
 
 
-async def test_full_batches_go_out_while_the_caller_keeps_sending(
+async def test_records_of_concurrent_sends_keep_the_order_of_the_calls(
     bootstrap: str, topic_factory: TopicFactory
 ) -> None:
-    """A caller that only awaits send() still has its full batches sent while it appends:
-    when the fast path finds the open batch full, send() wakes the sender and yields once
-    before the record starts the next batch (as Java's sender thread would be sending).
-    With linger 60 s nothing else would send them before the loop ends; and each
-    record's future resolves once, in order."""
+    """Sends started by concurrent tasks (gather) land in the order the calls started,
+    across batches that fill (fast path) and batches started by the general path, as
+    aiokafka's do: nothing in send() yields between a record's turn and its append."""
     topic = topic_factory(1)
-    async with started(bootstrap, batch_size=2048) as producer:
-        value = b"v" * 100
-        await producer.send(topic, value, b"k")
-        await producer.flush()  # the connection to the leader is up
-        before = producer.metrics()["batch-total"]
-        futures = [await producer.send(topic, value, b"k") for _ in range(500)]
-        # ~29 batches filled; each is sent at the next send() (up to 5 in flight before
-        # the broker's first answer is read): before any await but send()'s.
-        assert producer.metrics()["batch-total"] - before >= 5
-        await producer.flush()
-        offsets = [(await fut).offset for fut in futures]
-    assert offsets == list(range(offsets[0], offsets[0] + 500))
+    async with started(bootstrap, batch_size=2048, linger_ms=5) as producer:
+        values = [b"%05d" % i + b"v" * 100 for i in range(2000)]
+        futures = await asyncio.gather(*(producer.send(topic, v, b"k") for v in values))
+        offsets = [md.offset for md in await asyncio.gather(*futures)]
+    assert offsets == sorted(offsets)
+    read = read_all_confluent(bootstrap, topic, len(values))
+    assert [r.value for r in read] == values
 
 
 @pytest.mark.parametrize("cls", TWINS)
@@ -243,3 +238,81 @@ async def test_the_key_hash_cache_stays_bounded_on_the_fast_path(
         assert all(producer._hashes.hash(k) % 3 == py_default_partition(k, 3) for k in tail)
         await producer.flush()
         assert fut.result().partition == py_default_partition(keys[-1], 3)
+
+
+class PassThrough:
+    """An interceptor that changes nothing (it still has to see every record)."""
+
+    def on_send(self, record: ProducerRecord) -> ProducerRecord:
+        return record
+
+    def on_acknowledgement(self, metadata: Any, exception: BaseException | None) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"transactional_id": "send-path-txn"},
+        {"interceptors": [PassThrough()]},
+        {"key_serializer": str.encode},
+        {"value_serializer": str.encode},
+        {"partitioner": lambda key, all_partitions, available: all_partitions[0]},
+    ],
+    ids=["transactional", "interceptor", "key-serializer", "value-serializer", "partitioner"],
+)
+async def test_producers_with_more_to_do_per_record_have_no_fast_path(
+    config: dict[str, Any], bootstrap: str
+) -> None:
+    """Transactions, interceptors, serializers and a user partitioner each act on every
+    record: such producers send every record through the general path."""
+    async with started(bootstrap, **config) as producer:
+        assert producer._fast_append is _no_fast_path
+    async with started(bootstrap) as plain:
+        assert plain._fast_append is not _no_fast_path
+
+
+async def test_the_budget_and_batches_are_what_the_general_path_leaves(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """The same 3,000 records (200 keys, 10 % None values, 0-300 bytes) through a producer
+    with the fast path and one without, interleaved so that their clocks agree: every
+    batch's bytes, count and memory and the budget used are the same."""
+    rnd = random.Random(7)
+    fast_topic, general_topic = topic_factory(5), topic_factory(5)
+    async with (
+        started(bootstrap, batch_size=3000) as fast,
+        started(bootstrap, batch_size=3000) as general,
+    ):
+        general._fast_append = _no_fast_path
+        taken = counting(fast)
+        await fast.send(fast_topic, b"x", b"x")
+        await general.send(general_topic, b"x", b"x")
+        for _ in range(3000):
+            key = b"k%d" % rnd.randrange(200)
+            value = None if rnd.random() < 0.1 else bytes(rnd.randrange(300))
+            await fast.send(fast_topic, value, key)
+            await general.send(general_topic, value, key)
+        assert taken() > 2000
+
+        def layout(producer: AIOKafkaProducer[Any, Any]) -> tuple[Any, ...]:
+            used, batches = state(producer)
+            return used, [b[1:] for b in batches]  # (without the topic's name)
+
+        assert layout(fast) == layout(general)
+
+
+async def test_a_patched_clock_stamps_both_paths_alike(
+    bootstrap: str, topic_factory: TopicFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records are stamped int(time.time() * 1000) on both paths, looked up per record:
+    a test that patches time.time (freezegun, mock) gets its time on every record."""
+    topic = topic_factory(1)
+    async with started(bootstrap, batch_size=2048) as producer:
+        taken = counting(producer)
+        monkeypatch.setattr(time, "time", lambda: 1_500_000_000.0)
+        futures = [await producer.send(topic, b"v" * 100, b"k") for _ in range(100)]
+        monkeypatch.undo()
+        await producer.flush()
+        assert 0 < taken() < 100  # both paths stamped some of them
+        assert {(await fut).timestamp for fut in futures} == {1_500_000_000_000}

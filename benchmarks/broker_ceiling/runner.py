@@ -1,0 +1,193 @@
+"""The parent's runs: the replay worker and librdkafka's W3 worker, each on a topic of
+its own, every topic read back with confluent-kafka's consumer afterwards."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import asdict
+
+from aiokafka_lite.embedded import EmbeddedBroker
+from aiokafka_lite.partitioner import default_partition
+
+from ..bench.measure import RunResult, new_result
+from ..bench.processes import BENCHMARKS, broker_cpu_s, create_topic, parse_worker_output, run_one
+from ..bench.workloads import PARTITIONS, WORKER_OVERHEAD_S, WorkerSpec
+from .prebuild import Shape
+from .report import Summary
+from .settings import LIBRDKAFKA, MODULE
+
+READ_BACK_TIMEOUT_S = 300.0
+READ_BACK_QUIET_S = 0.5  # after the count is reached: nothing more may arrive in this long
+
+
+def run_ceiling(spec: WorkerSpec, shape: Shape, broker_pid: int | None) -> RunResult:
+    """The replay worker on a topic of its own, with the broker's CPU time over it."""
+    try:
+        create_topic(spec.bootstrap, spec.topic, PARTITIONS)
+    except Exception as exc:
+        result = new_result(spec, status="FAILED")
+        result.errors.append(f"create_topics failed: {type(exc).__name__}: {exc}")
+        return result
+    env = dict(os.environ)
+    root = str(BENCHMARKS.parent)  # the repository, so that ``-m`` finds this package
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), root) if p)
+    payload = json.dumps({"spec": asdict(spec), "shape": list(shape)})
+    command = [sys.executable, "-m", MODULE, "--replay-worker", payload]
+    cpu_before = broker_cpu_s(broker_pid)
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=spec.deadline_s + WORKER_OVERHEAD_S,
+            check=False,
+            env=env,
+        )
+    except subprocess.TimeoutExpired as exc:
+        result = new_result(spec, status="FAILED")
+        result.errors.append(f"replay worker killed after {exc.timeout:g} s (hung?)")
+    else:
+        result = parse_worker_output(spec, proc)
+    result.wall_s = time.perf_counter() - started
+    cpu_after = broker_cpu_s(broker_pid)
+    if cpu_before is not None and cpu_after is not None:
+        result.broker_cpu_s = cpu_after - cpu_before
+    return result
+
+
+class ReadBack:
+    """What a topic holds, record by record: counts per partition, and what is wrong
+    (an offset gap, a key on another partition than before or than murmur2 says)."""
+
+    def __init__(self, murmur2: bool) -> None:
+        self.murmur2 = murmur2  # the keys must be on murmur2's partitions (else: any one)
+        self.counts = [0] * PARTITIONS
+        self.problems: list[str] = []
+        self._placed: dict[bytes, int] = {}
+
+    def see(self, partition: int, offset: int, key: bytes) -> None:
+        count = self.counts[partition]
+        if offset != count:
+            self.note(f"partition {partition}: offset {offset} where {count} was expected")
+        self.counts[partition] = count + 1
+        where = self._placed.get(key)
+        if where is None:
+            where = default_partition(key, PARTITIONS) if self.murmur2 else partition
+            self._placed[key] = where
+        if where != partition:
+            self.note(f"key {key!r} at partition {partition}, expected at {where}")
+
+    def note(self, problem: str) -> None:
+        if len(self.problems) < 5:
+            self.problems.append(problem)
+
+
+def read_back(bootstrap: str, topic: str, expected: int, murmur2: bool) -> ReadBack:
+    """Read ``topic`` from offset 0 with confluent-kafka's consumer (CRCs checked) until
+    ``expected`` records came and then nothing more for ``READ_BACK_QUIET_S``."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"broker-ceiling-{uuid.uuid4().hex}",  # required, unused (assign)
+            "enable.auto.commit": False,
+            "check.crcs": True,
+            "log_level": 3,
+        }
+    )
+    seen = ReadBack(murmur2)
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        deadline = time.monotonic() + READ_BACK_TIMEOUT_S
+        count = 0
+        while time.monotonic() < deadline:
+            msgs = consumer.consume(num_messages=10_000, timeout=READ_BACK_QUIET_S)
+            if not msgs and count >= expected:
+                break  # every record is there and nothing follows
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    raise RuntimeError(f"consumer error: {err}")
+                p, offset, key = msg.partition(), msg.offset(), msg.key()
+                if p is None or offset is None or not isinstance(key, bytes):
+                    raise RuntimeError(f"record without partition, offset or key: {msg!r}")
+                seen.see(p, offset, key)
+            count += len(msgs)
+    finally:
+        consumer.close()
+    if sum(seen.counts) != expected:
+        seen.problems.insert(0, f"read back {sum(seen.counts):,} records, {expected:,} sent")
+    return seen
+
+
+def verified(result: RunResult, spec: WorkerSpec) -> RunResult:
+    """Fail the run unless its topic holds exactly the records it sent. librdkafka's
+    default partitioner is not murmur2 (it hashes keys with CRC32): its keys need only
+    stay on one partition each."""
+    if not result.ok:
+        return result
+    seen = read_back(spec.bootstrap, spec.topic, spec.records, murmur2=spec.client != LIBRDKAFKA)
+    result.extra["read_back"] = sum(seen.counts)
+    result.extra["partition_counts"] = seen.counts
+    if seen.problems:
+        result.status = "FAILED"
+        result.errors.extend(seen.problems)
+    return result
+
+
+def run_round(
+    round_no: int, entries: list[Summary], args: argparse.Namespace, shared: EmbeddedBroker | None
+) -> None:
+    """One repeat: every entry once, in the given order, each on a fresh topic of the
+    shared broker or (by default) of a broker of its own."""
+    for entry in entries:
+        if shared is not None:
+            result = run_entry(entry, round_no, args, shared)
+        else:
+            with EmbeddedBroker() as broker:
+                result = run_entry(entry, round_no, args, broker)
+        entry.runs.append(result)
+        log(describe(round_no, args.repeat, entry.label, result))
+
+
+def run_entry(
+    entry: Summary, round_no: int, args: argparse.Namespace, broker: EmbeddedBroker
+) -> RunResult:
+    """One run, read back afterwards."""
+    client = LIBRDKAFKA if entry.shape is None else "ceiling"
+    topic = f"ceiling-W3-{client}-{round_no}-{uuid.uuid4().hex[:8]}"
+    spec = WorkerSpec("W3", client, broker.bootstrap_servers, topic, args.records, args.deadline)
+    if entry.shape is None:
+        result = run_one(spec, PARTITIONS, broker.pid)  # benchmarks/bench's W3 worker
+    else:
+        result = run_ceiling(spec, entry.shape, broker.pid)
+    return verified(result, spec)
+
+
+def describe(round_no: int, repeat: int, label: str, r: RunResult) -> str:
+    text = (
+        f"[{round_no}/{repeat}] {label:<38} {r.status:<6} {r.records_per_s:>12,.0f} rec/s  "
+        f"client CPU {r.cpu_us_per_record:.3f} µs/rec  {r.elapsed_s:.2f} s timed, "
+        f"{r.wall_s:.1f} s with start-up; read back {r.extra.get('read_back', 0):,} "
+        f"{r.extra.get('partition_counts', '')}"
+    )
+    if "requests" in r.extra:
+        text += (
+            f"\n      {r.extra['requests']:,} Produce v{r.extra['produce_version']} requests, "
+            f"{r.extra['request_mb']:.1f} MB, built in {r.extra['prebuild_s']:.2f} s"
+        )
+    if r.errors:
+        text += "\n      " + "\n      ".join(r.errors)
+    return text
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

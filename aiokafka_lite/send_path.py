@@ -14,7 +14,8 @@ hash in front. :class:`BatchCore` is the part of a
 :class:`~aiokafka_lite.producer_batch.ProducerBatch` it reads and writes. This module is
 the pure-Python twin; ``_csend_path.pyx`` (used when it was built, see
 :mod:`aiokafka_lite.speedups`) does the same in C, with the batch's fields as C fields, so
-that a record on this path runs no interpreted code between ``send()`` and its future.
+that a record on this path runs no interpreted code from the fast path's call to its
+future.
 """
 
 from __future__ import annotations

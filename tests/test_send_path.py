@@ -207,7 +207,8 @@ async def test_records_of_concurrent_sends_keep_the_order_of_the_calls(
 ) -> None:
     """Sends started by concurrent tasks (gather) land in the order the calls started,
     across batches that fill (fast path) and batches started by the general path, as
-    aiokafka's do: nothing in send() yields between a record's turn and its append."""
+    aiokafka's do: with the topic's metadata known and memory free, nothing in send()
+    yields between a record's turn and its append."""
     topic = topic_factory(1)
     async with started(bootstrap, batch_size=2048, linger_ms=5) as producer:
         values = [b"%05d" % i + b"v" * 100 for i in range(2000)]

@@ -688,3 +688,32 @@ async def test_compiled_future_is_not_an_asyncio_future_instance() -> None:
 
     assert isinstance(fut, asyncio.Future) is (not speedups.COMPILED)
     rf.complete(TP, 0, -1, 0)
+
+
+@pytest.mark.skipif(CDELIVERY is None, reason="the extension is not built")
+async def test_recycled_futures_still_report_an_exception_never_retrieved() -> None:
+    """The compiled futures are reused through a free list. An object whose __del__ ran
+    once is marked finalized by CPython, which never finalizes twice: a recycled future
+    must still report its unretrieved exception (as asyncio does) and start untracked."""
+    loop = asyncio.get_running_loop()
+    reported: list[Any] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, ctx: reported.append(ctx))
+    try:
+        for round_ in range(3):  # each round's futures are recycled by the next
+            futures = CDELIVERY.RecordFutures(loop)
+            made = [futures.add(i, 1000 + i) for i in range(2000)]
+            assert not any(gc.is_tracked(f) for f in made)
+            exc = RuntimeError(f"round {round_}")
+            futures.fail(exc)
+            for f in made[1:]:
+                f.exception()  # looked at: nothing to report
+            del made, futures, f
+            gc.collect()
+            await settle()
+            assert [(ctx["message"], ctx["exception"]) for ctx in reported] == [
+                ("RecordFuture exception was never retrieved", exc)
+            ]
+            reported.clear()
+    finally:
+        loop.set_exception_handler(previous)

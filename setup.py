@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 import traceback
 
 from setuptools import Extension, setup
@@ -34,15 +33,6 @@ def _warn(message: str) -> None:
     )
 
 
-def _macros(name: str) -> list[tuple[str, str | None]]:
-    # _cdelivery recycles its futures through a free list only where it can clear the
-    # "finalized" mark a recycled object keeps (CPython 3.11-3.13 with the GIL; see there).
-    free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
-    if name == "aiokafka_lite._cdelivery" and (sys.version_info >= (3, 14) or free_threaded):
-        return [("CYTHON_USE_FREELISTS", "0")]
-    return []
-
-
 def _extensions() -> list[Extension]:
     if SKIP:
         _warn("AIOKAFKA_LITE_NO_EXTENSIONS is set, not compiling")
@@ -52,9 +42,7 @@ def _extensions() -> list[Extension]:
     except ImportError:
         _warn("Cython is not installed")
         return []
-    extensions = [
-        Extension(name, [source], define_macros=_macros(name)) for name, source in TWINS.items()
-    ]
+    extensions = [Extension(name, [source]) for name, source in TWINS.items()]
     try:
         return list(
             cythonize(

@@ -205,12 +205,16 @@ cdef extern from *:
     /* A RecordFuture from the free list keeps, in its GC header, the "finalized" mark its
        __del__ left in its previous life, and CPython never finalizes an object twice:
        cleared, so that __del__ runs again (asyncio's "exception was never retrieved").
-       CPython 3.11-3.13 (GIL builds): bit 0 of _gc_prev, the word before the object.
-       Elsewhere setup.py builds this module without free lists and this does nothing. */
-    #if CYTHON_USE_FREELISTS && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 \
-        && !defined(Py_GIL_DISABLED)
+       CPython 3.11-3.13 (GIL builds): bit 0 of _gc_prev, the word before the object (what
+       3.13's internal _PyGC_CLEAR_FINALIZED clears). Elsewhere the mark cannot be cleared,
+       so this module is built without free lists: nothing is ever recycled. (Cython's
+       free lists are first used further down the generated C than this block.) */
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 \
+        && !defined(Py_GIL_DISABLED) && !defined(Py_LIMITED_API)
     static inline void akl_gc_unfinalize(PyObject *o) { ((uintptr_t *)o)[-1] &= ~(uintptr_t)1; }
     #else
+    #undef CYTHON_USE_FREELISTS
+    #define CYTHON_USE_FREELISTS 0
     static inline void akl_gc_unfinalize(PyObject *o) { (void)o; }
     #endif
     """

@@ -75,18 +75,28 @@ def parse_worker_output(spec: WorkerSpec, proc: subprocess.CompletedProcess[str]
     return result
 
 
-def run_worker(spec: WorkerSpec, broker_pid: int | None) -> RunResult:
-    """Run one (workload, client) in a fresh interpreter and collect its result line."""
-    package = __name__.rpartition(".")[0]  # benchmarks.bench, as -m runs it
-    command = [sys.executable, "-m", package, "--worker", json.dumps(asdict(spec))]
+def worker_env(pure: bool = False) -> dict[str, str]:
+    """The environment of a worker process (``pure``: the pure-Python twins forced)."""
     env = dict(os.environ)
     # The worker imports this package as the parent did (same working directory and
     # PYTHONPATH); the repository root comes last, so that it is found from anywhere.
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (env.get("PYTHONPATH", ""), str(BENCHMARKS.parent)) if p
     )
-    if spec.client.endswith(PURE_SUFFIX):
+    if pure:
         env["AIOKAFKA_LITE_NO_EXTENSIONS"] = "1"
+    return env
+
+
+def run_process(
+    spec: WorkerSpec,
+    command: list[str],
+    env: dict[str, str],
+    broker_pid: int | None,
+    name: str = "worker",
+) -> RunResult:
+    """Run ``command`` (a worker for ``spec``) and collect its result line, with the
+    wall time and the broker's CPU time over it; a hung worker fails only this run."""
     cpu_before = broker_cpu_s(broker_pid)
     started = time.perf_counter()
     try:
@@ -100,7 +110,7 @@ def run_worker(spec: WorkerSpec, broker_pid: int | None) -> RunResult:
         )
     except subprocess.TimeoutExpired as exc:
         result = new_result(spec, status="FAILED")
-        result.errors.append(f"worker killed after {exc.timeout:g} s (hung?)")
+        result.errors.append(f"{name} killed after {exc.timeout:g} s (hung?)")
         raw = exc.stderr or b""  # bytes even with text=True (documented)
         stderr = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
         if stderr:
@@ -114,15 +124,31 @@ def run_worker(spec: WorkerSpec, broker_pid: int | None) -> RunResult:
     return result
 
 
+def run_worker(spec: WorkerSpec, broker_pid: int | None) -> RunResult:
+    """Run one (workload, client) in a fresh interpreter and collect its result line."""
+    package = __name__.rpartition(".")[0]  # benchmarks.bench, as -m runs it
+    command = [sys.executable, "-m", package, "--worker", json.dumps(asdict(spec))]
+    env = worker_env(pure=spec.client.endswith(PURE_SUFFIX))
+    return run_process(spec, command, env, broker_pid)
+
+
+def create_own_topic(spec: WorkerSpec, partitions: int) -> RunResult | None:
+    """Create the run's own topic; None, or the run's FAILED result if that failed."""
+    try:
+        create_topic(spec.bootstrap, spec.topic, partitions)
+    except Exception as exc:
+        result = new_result(spec, status="FAILED")
+        result.errors.append(f"create_topics failed: {type(exc).__name__}: {exc}")
+        return result
+    return None
+
+
 def run_one(spec: WorkerSpec, partitions: int, broker_pid: int | None) -> RunResult:
     """Create the run's own topic, then run the worker; a failed create fails only this run."""
     if spec.wl.topics == 1:
-        try:
-            create_topic(spec.bootstrap, spec.topic, partitions)
-        except Exception as exc:
-            result = new_result(spec, status="FAILED")
-            result.errors.append(f"create_topics failed: {type(exc).__name__}: {exc}")
-            return result
+        failed = create_own_topic(spec, partitions)
+        if failed is not None:
+            return failed
     return run_worker(spec, broker_pid)
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 import uuid
@@ -15,9 +13,9 @@ from dataclasses import asdict
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.partitioner import default_partition
 
-from ..bench.measure import RunResult, new_result
-from ..bench.processes import BENCHMARKS, broker_cpu_s, create_topic, parse_worker_output, run_one
-from ..bench.workloads import PARTITIONS, WORKER_OVERHEAD_S, WorkerSpec
+from ..bench.measure import RunResult
+from ..bench.processes import create_own_topic, run_one, run_process, worker_env
+from ..bench.workloads import PARTITIONS, WorkerSpec
 from .prebuild import Shape
 from .report import Summary
 from .settings import LIBRDKAFKA, MODULE
@@ -28,38 +26,12 @@ READ_BACK_QUIET_S = 0.5  # after the count is reached: nothing more may arrive i
 
 def run_ceiling(spec: WorkerSpec, shape: Shape, broker_pid: int | None) -> RunResult:
     """The replay worker on a topic of its own, with the broker's CPU time over it."""
-    try:
-        create_topic(spec.bootstrap, spec.topic, PARTITIONS)
-    except Exception as exc:
-        result = new_result(spec, status="FAILED")
-        result.errors.append(f"create_topics failed: {type(exc).__name__}: {exc}")
-        return result
-    env = dict(os.environ)
-    root = str(BENCHMARKS.parent)  # the repository, so that ``-m`` finds this package
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), root) if p)
+    failed = create_own_topic(spec, PARTITIONS)
+    if failed is not None:
+        return failed
     payload = json.dumps({"spec": asdict(spec), "shape": list(shape)})
     command = [sys.executable, "-m", MODULE, "--replay-worker", payload]
-    cpu_before = broker_cpu_s(broker_pid)
-    started = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=spec.deadline_s + WORKER_OVERHEAD_S,
-            check=False,
-            env=env,
-        )
-    except subprocess.TimeoutExpired as exc:
-        result = new_result(spec, status="FAILED")
-        result.errors.append(f"replay worker killed after {exc.timeout:g} s (hung?)")
-    else:
-        result = parse_worker_output(spec, proc)
-    result.wall_s = time.perf_counter() - started
-    cpu_after = broker_cpu_s(broker_pid)
-    if cpu_before is not None and cpu_after is not None:
-        result.broker_cpu_s = cpu_after - cpu_before
-    return result
+    return run_process(spec, command, worker_env(), broker_pid, "replay worker")
 
 
 class ReadBack:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import aiokafka  # type: ignore[import-untyped]
 import pytest
 from conftest import TopicFactory
 from readers import read_all_confluent
@@ -207,16 +208,24 @@ async def test_records_of_concurrent_sends_keep_the_order_of_the_calls(
 ) -> None:
     """Sends started by concurrent tasks (gather) land in the order the calls started,
     across batches that fill (fast path) and batches started by the general path, as
-    aiokafka's do: with the topic's metadata known and memory free, nothing in send()
-    yields between a record's turn and its append."""
-    topic = topic_factory(1)
+    aiokafka's do (run side by side): with the topic's metadata known and memory free,
+    nothing in send() yields between a record's turn and its append."""
+    values = [b"%05d" % i + b"v" * 100 for i in range(2000)]
+    lite_topic, peer_topic = topic_factory(1), topic_factory(1)
+    peer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, max_batch_size=2048, linger_ms=5)
     async with started(bootstrap, batch_size=2048, linger_ms=5) as producer:
-        values = [b"%05d" % i + b"v" * 100 for i in range(2000)]
-        futures = await asyncio.gather(*(producer.send(topic, v, b"k") for v in values))
-        offsets = [md.offset for md in await asyncio.gather(*futures)]
-    assert offsets == sorted(offsets)
-    read = read_all_confluent(bootstrap, topic, len(values))
-    assert [r.value for r in read] == values
+        await peer.start()
+        try:
+            for p, topic in ((producer, lite_topic), (peer, peer_topic)):
+                await p.send_and_wait(topic, b"first", b"k")  # metadata known
+                futures = await asyncio.gather(*(p.send(topic, v, b"k") for v in values))
+                offsets = [md.offset for md in await asyncio.gather(*futures)]
+                assert offsets == list(range(1, 1 + len(values))), p
+        finally:
+            await peer.stop()
+    for topic in (lite_topic, peer_topic):
+        read = read_all_confluent(bootstrap, topic, 1 + len(values))
+        assert [r.value for r in read] == [b"first", *values]
 
 
 @pytest.mark.parametrize("cls", TWINS)

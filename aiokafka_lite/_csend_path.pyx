@@ -19,6 +19,10 @@ from aiokafka_lite._cpartitioner cimport _hash as murmur2_hash
 from aiokafka_lite._crecords cimport RecordBatchBuilder
 
 
+# Keys up to this many bytes are hashed on every record: murmur2 over them costs no more
+# than the hash cache's lookup (and nothing is stored for keys that never come back).
+cdef Py_ssize_t DIRECT_HASH_MAX = 64
+
 import time as _time  # (time.time looked up per record, as the general path does)
 
 
@@ -30,6 +34,20 @@ cdef class BatchCore(RecordBatchBuilder):
     cdef public RecordFutures records
 
 
+cdef class PoolCore:
+    """What the fast path changes of the buffer_memory budget (see send_path.PoolCore)."""
+
+    cdef public Py_ssize_t limit
+    cdef public Py_ssize_t used
+
+
+cdef class QueueCore:
+    """What the fast path reads of a partition's queue (see send_path.QueueCore)."""
+
+    cdef public Py_ssize_t batch_limit
+    cdef public object batches
+
+
 @cython.final
 cdef class SendPath:
     """The fast path of one producer's ``send()`` (see aiokafka_lite.send_path)."""
@@ -37,7 +55,7 @@ cdef class SendPath:
     cdef object _metadata
     cdef dict _cache  # the KeyHashCache's dict (never replaced)
     cdef Py_ssize_t _capacity  # ... and its bound
-    cdef object _pool  # the accumulator's buffer_memory budget
+    cdef PoolCore _pool  # the accumulator's buffer_memory budget
     cdef dict _queues  # the accumulator's topic -> partition -> PartitionQueue
     cdef object _waiters  # the pool's deque of callers waiting for memory
     cdef Py_ssize_t _limit  # buffer_memory
@@ -50,7 +68,8 @@ cdef class SendPath:
         self,
         metadata,
         hashes,
-        pool,
+        PoolCore pool,
+        waiters,
         dict queues,
         Py_ssize_t max_request_size,
         Py_ssize_t record_overhead,
@@ -62,19 +81,24 @@ cdef class SendPath:
         self._capacity = hashes.capacity
         self._pool = pool
         self._queues = queues
-        self._waiters = pool._waiters
+        self._waiters = waiters
         self._limit = pool.limit
         self._max_size = max_request_size
         self._overhead = record_overhead
         self._record_memory = record_memory
         self._bound = send_bound
 
-    cdef object _hash(self, bytes key):
-        """KeyHashCache.hash on a miss: ``to_positive(murmur2(key))``, remembered."""
-        h = <long>(
-            murmur2_hash(<const unsigned char*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
-            & 0x7FFFFFFF
-        )
+    cdef long _hash(self, bytes key):
+        """``to_positive(murmur2(key))``: computed for a short key (as cheap as looking it
+        up), from the KeyHashCache for a longer one, remembered there on a miss."""
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(key)
+        cdef long h
+        if n <= DIRECT_HASH_MAX:
+            return murmur2_hash(<const unsigned char*>PyBytes_AS_STRING(key), n) & 0x7FFFFFFF
+        found = PyDict_GetItem(self._cache, key)
+        if found != NULL:
+            return <long><object>found
+        h = murmur2_hash(<const unsigned char*>PyBytes_AS_STRING(key), n) & 0x7FFFFFFF
         if len(self._cache) >= self._capacity:
             self._cache.clear()  # (as KeyHashCache: dropping entries never changes a result)
         PyDict_SetItem(self._cache, key, h)
@@ -82,17 +106,19 @@ cdef class SendPath:
 
     def append(self, topic, key, value):
         """Append the record and return its future, or None if it is not the plain case."""
-        cdef Py_ssize_t size, n, added
+        cdef Py_ssize_t size, n, added, nparts
         cdef PyObject* found
         cdef int64_t timestamp
+        cdef long h
         cdef BatchCore batch
+        cdef QueueCore q
         if type(key) is not bytes:
             return None
-        try:
-            parts = self._metadata.partitions_by_topic.get(topic)
-        except TypeError:  # unhashable: the general path names the problem
+        found = PyDict_GetItem(self._metadata.partitions_by_topic, topic)
+        if found == NULL:  # (also when unhashable: the general path names the problem)
             return None
-        if parts is None:
+        nparts = len(<object>found)
+        if nparts == 0:
             return None
         if type(value) is bytes:
             size = self._overhead + len(<bytes>key) + len(<bytes>value)
@@ -102,18 +128,16 @@ cdef class SendPath:
             return None
         if size > self._max_size or self._waiters:
             return None
-        pool = self._pool
-        if pool.used + (size + self._bound) > self._limit:
+        if size + self._bound > self._limit - self._pool.used:  # (so that nothing overflows)
             return None
-        found = PyDict_GetItem(self._cache, key)
-        h = <object>found if found != NULL else self._hash(<bytes>key)
+        h = self._hash(<bytes>key)
         found = PyDict_GetItem(self._queues, topic)
         if found == NULL:
             return None
-        found = PyDict_GetItem(<dict>found, h % len(parts))
+        found = PyDict_GetItem(<dict>found, h % nparts)
         if found == NULL:
             return None
-        q = <object>found
+        q = <QueueCore?>found
         batches = q.batches
         n = len(batches)
         if n == 0:
@@ -121,12 +145,12 @@ cdef class SendPath:
         batch = <BatchCore?>batches[n - 1]  # (built without wraparound: no negative indices)
         if batch.full:
             return None
-        timestamp = <int64_t>(_time.time() * 1000)  # int(time.time() * 1000)
+        timestamp = <int64_t>(<double>_time.time() * 1000.0)  # int(time.time() * 1000)
         added = batch._append(timestamp, key, value, None, q.batch_limit)
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next
             return None
         added += self._record_memory
         batch.memory += added
-        pool.used += added
+        self._pool.used += added
         return batch.records._add(batch.count - 1, timestamp)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from .delivery import FUTURES_MEMORY, RECORD_MEMORY
 from .errors import KafkaTimeoutError, RecordTooLargeError
 from .records import BATCH_HEADER_SIZE
+from .send_path import PoolCore
 
 __all__ = [
     "BATCH_MEMORY",
@@ -67,8 +68,11 @@ def too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeErr
     )
 
 
-class BufferPool:
-    """``limit`` bytes of budget, ``used`` of them taken, and the FIFO line of waiters."""
+class BufferPool(PoolCore):
+    """``limit`` bytes of budget, ``used`` of them taken, and the FIFO line of waiters.
+
+    ``used`` is its base class's field, which send()'s fast path changes too.
+    """
 
     def __init__(self, buffer_memory: int, wakeup: Callable[[], None]) -> None:
         self._loop = asyncio.get_running_loop()
@@ -79,6 +83,11 @@ class BufferPool:
         self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
         # Told how long each wait for buffer memory took (the producer's metrics).
         self.on_wait: Callable[[float], None] | None = None
+
+    @property
+    def waiters(self) -> collections.deque[tuple[int, asyncio.Future[None]]]:
+        """The callers waiting for budget, first in line first (the same deque always)."""
+        return self._waiters
 
     async def reserve(self, size: int, topic: str, timeout: float) -> None:
         """Wait in line until ``size`` bytes of the budget are reserved for the caller."""

@@ -195,6 +195,7 @@ class AIOKafkaProducer(Generic[K, V]):
                     runtime.metadata,
                     self._hashes,
                     runtime.acc,
+                    runtime.acc.waiters,
                     runtime.acc.queues,
                     self._max_request_size,
                     MAX_RECORD_OVERHEAD,

@@ -10,10 +10,12 @@ full as full, as the general path would): ``send()`` then takes its general path
 checks each argument, waits for metadata or memory and starts new batches.
 
 It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
-hash in front. :class:`BatchCore` is the part of a
-:class:`~aiokafka_lite.producer_batch.ProducerBatch` it reads and writes. This module is
+hash in front. :class:`BatchCore`, :class:`QueueCore` and :class:`PoolCore` are the parts of
+a :class:`~aiokafka_lite.producer_batch.ProducerBatch`, a
+:class:`~aiokafka_lite.producer_batch.PartitionQueue` and the
+:class:`~aiokafka_lite.buffer_pool.BufferPool` it reads and writes. This module is
 the pure-Python twin; ``_csend_path.pyx`` (used when it was built, see
-:mod:`aiokafka_lite.speedups`) does the same in C, with the batch's fields as C fields, so
+:mod:`aiokafka_lite.speedups`) does the same in C, with those parts' fields as C fields, so
 that a record on this path runs no interpreted code from the fast path's call to its
 future.
 """
@@ -21,21 +23,30 @@ future.
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from . import speedups
 from .delivery import RecordFutures
 from .records import RecordBatchBuilder
 
 if TYPE_CHECKING:
-    from .buffer_pool import BufferPool
     from .metadata import Metadata
     from .partitioner import KeyHashCache
     from .structs import RecordMetadata
 
-__all__ = ["BatchCore", "PyBatchCore", "PySendPath", "SendPath"]
+__all__ = [
+    "BatchCore",
+    "PoolCore",
+    "PyBatchCore",
+    "PyPoolCore",
+    "PyQueueCore",
+    "PySendPath",
+    "QueueCore",
+    "SendPath",
+]
 
 
 class BatchCore(RecordBatchBuilder):
@@ -48,14 +59,22 @@ class BatchCore(RecordBatchBuilder):
     records: RecordFutures  # the futures of its send() records
 
 
-class PartitionBatches(Protocol):
-    """What the fast path reads of a partition's queue (a PartitionQueue)."""
+class PoolCore:
+    """What :meth:`SendPath.append` changes of the ``buffer_memory`` budget (a BufferPool)."""
 
-    @property
-    def batches(self) -> Sequence[BatchCore]: ...  # oldest first, the last may be open
+    __slots__ = ("limit", "used")
 
-    @property
-    def batch_limit(self) -> int: ...  # the uncompressed bytes its open batch may take
+    limit: int  # buffer_memory
+    used: int  # bytes of it taken
+
+
+class QueueCore:
+    """What :meth:`SendPath.append` reads of a partition's queue (a PartitionQueue)."""
+
+    __slots__ = ("batch_limit", "batches")
+
+    batch_limit: int  # the uncompressed bytes its open batch may take
+    batches: collections.deque[Any]  # its BatchCores, oldest first; the last may be open
 
 
 class SendPath:
@@ -79,8 +98,9 @@ class SendPath:
         self,
         metadata: Metadata,
         hashes: KeyHashCache,
-        pool: BufferPool,
-        queues: Mapping[str, Mapping[int, PartitionBatches]],
+        pool: PoolCore,
+        waiters: collections.deque[Any],
+        queues: Mapping[str, Mapping[int, QueueCore]],
         max_request_size: int,
         record_overhead: int,
         record_memory: int,
@@ -91,7 +111,7 @@ class SendPath:
         self._hash = hashes.hash
         self._pool = pool  # the accumulator's buffer_memory budget
         self._queues = queues  # the accumulator's topic -> partition -> queue (never replaced)
-        self._waiters = pool._waiters  # (never replaced either)
+        self._waiters = waiters  # the callers waiting for the budget (never replaced either)
         self._limit = pool.limit
         self._max_size = max_request_size
         self._overhead = record_overhead  # the most a record adds besides key and value
@@ -143,7 +163,11 @@ class SendPath:
 # when it was built (see aiokafka_lite.speedups).
 PySendPath = SendPath
 PyBatchCore = BatchCore
+PyPoolCore = PoolCore
+PyQueueCore = QueueCore
 _compiled = speedups.compiled_module("_csend_path")
 if _compiled is not None and not TYPE_CHECKING:
     SendPath = _compiled.SendPath
     BatchCore = _compiled.BatchCore
+    PoolCore = _compiled.PoolCore
+    QueueCore = _compiled.QueueCore

@@ -53,6 +53,7 @@ def path_of(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> Any:
         producer._metadata,
         producer._hashes,
         acc,
+        acc.waiters,
         acc.queues,
         producer._max_request_size,
         MAX_RECORD_OVERHEAD,
@@ -233,13 +234,14 @@ async def test_the_key_hash_cache_stays_bounded_on_the_fast_path(
     cls: Any, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     """Distinct keys past the cache's capacity: it starts over (murmur2 is pure, so
-    dropping entries changes no partition) instead of growing with the keys."""
+    dropping entries changes no partition) instead of growing with the keys. (Keys of
+    100 bytes: the compiled twin hashes short keys without the cache, see below.)"""
     topic = topic_factory(3)
     async with started(bootstrap) as producer:
         await producer.send(topic, b"v", b"k")
         path = path_of(cls, producer)
         capacity = producer._hashes.capacity
-        keys = [b"%08d" % i for i in range(capacity + 1000)]
+        keys = [b"%08d" % i + b"k" * 92 for i in range(capacity + 1000)]
         for key in keys:
             fut = path.append(topic, key, b"") or await producer.send(topic, b"", key)
             assert len(producer._hashes) <= capacity
@@ -248,6 +250,41 @@ async def test_the_key_hash_cache_stays_bounded_on_the_fast_path(
         assert all(producer._hashes.hash(k) % 3 == py_default_partition(k, 3) for k in tail)
         await producer.flush()
         assert fut.result().partition == py_default_partition(keys[-1], 3)
+
+
+@pytest.mark.parametrize("cls", TWINS)
+async def test_short_keys_land_on_javas_partition_whether_cached_or_not(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """The compiled twin hashes keys up to 64 bytes on every record (murmur2 over them
+    costs no more than the cache's lookup) and stores none of them; the pure one, whose
+    murmur2 is slow, caches them. Either way each record lands on Java's partition for its
+    key, read back by confluent-kafka."""
+    topic = topic_factory(5)
+    async with started(bootstrap) as producer:
+        for p in range(5):  # an open batch in every partition, for the fast path to fill
+            await producer.send(topic, b"v", b"k", partition=p)
+        path = path_of(cls, producer)
+        cached = len(producer._hashes)
+        keys = [random.randbytes(random.randint(1, 64)) for _ in range(500)]
+        keys += [bytes(64), b"\xff" * 64, b"\xff" * 65, bytes(65)]
+        futures = []
+        for key in keys:
+            fut = path.append(topic, key, b"v") or await producer.send(topic, b"v", key)
+            futures.append(fut)
+        await producer.flush()
+        stored = len(producer._hashes) - cached
+        if cls is send_path.PySendPath:
+            assert stored == len(set(keys))
+        else:
+            assert stored == 2  # only the two 65-byte keys
+        assert [f.result().partition for f in futures] == [
+            py_default_partition(k, 5) for k in keys
+        ]
+        read = read_all_confluent(bootstrap, topic, len(keys) + 5)
+        assert sorted((r.partition, r.key) for r in read if r.key != b"k") == sorted(
+            (py_default_partition(k, 5), k) for k in keys
+        )
 
 
 class PassThrough:

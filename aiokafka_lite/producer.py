@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -27,7 +27,6 @@ from .compression import get_codec
 from .config import ProducerConfig
 from .errors import (
     BufferFullError,
-    IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
@@ -36,13 +35,13 @@ from .errors import (
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .metadata import Metadata, wait_on_metadata
 from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
+from .producer_transactions import ProducerTransactions
 from .records import Header
 from .runtime import Runtime
 from .send_path import SendPath
 from .sender import Sender
-from .structs import DeliveryReport, OffsetAndMetadata, RecordMetadata, TopicPartition
+from .structs import DeliveryReport, RecordMetadata
 from .tasks import uncancellable
-from .transaction import TransactionManager
 from .txn_result import Transaction, TransactionalResult
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
@@ -72,7 +71,7 @@ def _no_fast_path(topic: Any, key: Any, value: Any) -> None:
     return None
 
 
-class AIOKafkaProducer(Generic[K, V]):
+class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
     """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
 
     # What send()'s loop check compares (see _check_send): set by its first full check.
@@ -317,69 +316,6 @@ class AIOKafkaProducer(Generic[K, V]):
         if self._state == _FAILED and self._fatal is not None:
             raise self._fatal
         raise ProducerClosedError("the producer is stopped; records can no longer be sent")
-
-    # -- transactions ------------------------------------------------------------------
-
-    def _transactions(self) -> TransactionManager:
-        self._check_running()
-        txn = self._sender.transactions
-        if txn is None:
-            raise IllegalStateError(
-                "transactions need a transactional_id: AIOKafkaProducer(transactional_id=...)"
-            )
-        return txn
-
-    def begin_transaction(self) -> Coroutine[Any, Any, None]:
-        """Open a transaction: records sent from now on commit or abort together.
-
-        Takes effect at the call; awaiting the result (as with aiokafka) is
-        optional, except right after a commit or abort whose caller was
-        cancelled: that one is still finishing, and awaiting waits for it (at
-        most ``max_block_ms``) before it begins. Run as a task
-        (``asyncio.create_task(producer.begin_transaction())``) and cancelled
-        before it ran, it leaves no transaction open, as in aiokafka.
-        """
-        return self._txn_result.begin(self._transactions, self._config.max_block_ms)
-
-    async def commit_transaction(self) -> None:
-        """Deliver every record of the transaction, then commit it.
-
-        If a record failed, raises :class:`TransactionAbortRequiredError` (the
-        failure is its cause): call :meth:`abort_transaction`. If it times out
-        (``max_block_ms``), it may be called again. Cancelling the caller does
-        not stop the commit: it finishes in the background, as in aiokafka.
-        """
-        await self._end_transaction("commit_transaction", self._transactions().commit)
-
-    async def abort_transaction(self) -> None:
-        """Drop unsent records, then abort: no record of the transaction is ever read
-        by a ``read_committed`` consumer. Cancelling the caller does not stop the abort."""
-        await self._end_transaction("abort_transaction", self._transactions().abort)
-
-    async def _end_transaction(
-        self, name: str, op: Callable[[], Coroutine[Any, Any, None]]
-    ) -> None:
-        assert self._runtime is not None  # (op came from _transactions(): started)
-        await self._txn_result.end(name, op, self._runtime.tasks)
-
-    async def send_offsets_to_transaction(
-        self,
-        offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
-        group_id: str,
-    ) -> None:
-        """Commit ``group_id``'s consumer offsets with the transaction (consume-transform-produce).
-
-        ``offsets`` maps each partition to the offset of the next record to consume.
-        """
-        await self._transactions().send_offsets(offsets, group_id)
-
-    def transaction(self) -> Transaction:
-        """``async with producer.transaction():`` begins; commits, or aborts on an exception."""
-        return Transaction(self)
-
-    def _transaction_open(self) -> bool:
-        txn = self._sender.transactions
-        return txn is not None and txn.open
 
     def _check_transactional_send(self) -> None:
         txn = self._sender.transactions if self._state == _STARTED else None

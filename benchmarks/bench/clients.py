@@ -63,6 +63,8 @@ def confluent_config(bootstrap: str, wl: Workload | None = None) -> dict[str, An
     }
     if wl.buffer_memory is not None:
         config["queue.buffering.max.kbytes"] = wl.buffer_memory // 1024
+    if wl.batch_size is not None:
+        config["batch.size"] = wl.batch_size
     return config
 
 
@@ -74,6 +76,8 @@ def aiokafka_like_config(module: str, wl: Workload) -> dict[str, Any]:
     }
     if wl.buffer_memory is not None and module == "aiokafka_lite":
         config["buffer_memory"] = wl.buffer_memory  # aiokafka has no such option
+    if wl.batch_size is not None:
+        config["max_batch_size"] = wl.batch_size  # (aiokafka's name; aiokafka_lite takes it too)
     return config
 
 

@@ -2,7 +2,8 @@
 
 Producer settings are the same for every client in a workload: linger 5 ms (W4: 0),
 acks=all, idempotence off (W1/idem: on; aiokafka_lite defaults to on, so it is always
-passed explicitly); everything else, e.g. batch size, is each client's default.
+passed explicitly); everything else, e.g. batch size, is each client's default, except in
+the rows at one batch size for all (``/1MB``).
 
 * W1 "per-record await": N keyed records (1,000 keys, 100-byte values) into a new
   4-partition topic. W1/unique: the same with a distinct 16-byte key per record (user or
@@ -21,6 +22,11 @@ passed explicitly); everything else, e.g. batch size, is each client's default.
   default partitioner would send it; a full batch is sent at once);
   ``aiokafka_lite[send_many]``: one ``send_many(topic, pairs)`` call; confluent: as W1
   (produce + poll + flush is librdkafka's fast path).
+* W1/1MB, W3/1MB: W1 and W3 with every client at librdkafka's default batch size,
+  1,000,000 bytes (aiokafka_lite ``batch_size``, aiokafka ``max_batch_size``, librdkafka
+  ``batch.size``), where the other rows leave aiokafka_lite and aiokafka at their 16 KiB
+  default. A Produce request carries one batch per partition, so the batch size sets how
+  many records each request, and each broker wake-up, moves.
 * W4 "latency": records paced at 5,000/s (W4_RATE) for N / 5,000 s, linger 0; latency
   is from the send()/produce() call to the delivery callback, p50/p99/max. The
   confluent sync Producer waits in ``poll(timeout)`` between sends so its delivery
@@ -83,6 +89,9 @@ W5_THROTTLE = 5_000_000  # client -> broker bytes/s through the proxy
 
 
 W5_BUFFER = 32 * 1024 * 1024  # aiokafka_lite buffer_memory, librdkafka queue.buffering.max
+
+
+LIBRDKAFKA_BATCH_SIZE = 1_000_000  # librdkafka's default batch.size (the /1MB rows')
 
 
 W5_HEADROOM_MB = 64  # peak RSS may exceed baseline + bound by this much
@@ -153,6 +162,7 @@ class Workload:
     linger_ms: float = LINGER_MS
     idempotence: bool = False
     buffer_memory: int | None = None  # the clients' bound on buffered bytes, where they have one
+    batch_size: int | None = None  # every client's batch size (None: each client's default)
     topics: int = 1
     duration_s: float = 0.0  # > 0: time-boxed (records is then ignored)
     quick_duration_s: float = 0.0
@@ -226,6 +236,16 @@ WORKLOAD_LIST: list[Workload] = [
         ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent"),
     ),
     Workload(
+        "W3/1MB",
+        "batch API, 1 MB batches for every client",
+        1_000_000,
+        30_000,
+        ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent"),
+        kind="W3",
+        group="W3",
+        batch_size=LIBRDKAFKA_BATCH_SIZE,
+    ),
+    Workload(
         "W4",
         f"latency at {W4_RATE:,}/s",
         W4_RATE * 10,
@@ -279,6 +299,17 @@ WORKLOAD_LIST: list[Workload] = [
         for mode in ("keyless", "keyed")
     ),
     *size_workloads(),
+    Workload(
+        "W1/1MB",
+        "per-record await, 1 MB batches for every client",
+        400_000,
+        30_000,
+        ALL_CLIENTS,
+        kind="W1",
+        group="1MB",
+        extra=True,
+        batch_size=LIBRDKAFKA_BATCH_SIZE,
+    ),
     Workload(
         "W1/idem",
         "per-record await, idempotent",

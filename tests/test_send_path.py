@@ -278,9 +278,7 @@ async def test_short_keys_land_on_javas_partition_whether_cached_or_not(
             assert stored == len(set(keys))
         else:
             assert stored == 2  # only the two 65-byte keys
-        assert [f.result().partition for f in futures] == [
-            py_default_partition(k, 5) for k in keys
-        ]
+        assert [f.result().partition for f in futures] == [py_default_partition(k, 5) for k in keys]
         read = read_all_confluent(bootstrap, topic, len(keys) + 5)
         assert sorted((r.partition, r.key) for r in read if r.key != b"k") == sorted(
             (py_default_partition(k, 5), k) for k in keys

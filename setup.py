@@ -22,6 +22,7 @@ TWINS = {
     "aiokafka_lite._cpartitioner": "aiokafka_lite/_cpartitioner.pyx",  # partitioner.py
     "aiokafka_lite._cdelivery": "aiokafka_lite/_cdelivery.pyx",  # delivery.py
     "aiokafka_lite._csend_path": "aiokafka_lite/_csend_path.pyx",  # send_path.py
+    "aiokafka_lite._cbatch_builder": "aiokafka_lite/_cbatch_builder.pyx",  # batch_builder.py
 }
 SKIP = os.environ.get("AIOKAFKA_LITE_NO_EXTENSIONS", "") not in ("", "0")
 

@@ -1,4 +1,4 @@
-# The compiled RecordBatchBuilder's layout, for the modules that cimport it (_csend_path).
+# The compiled RecordBatchBuilder's layout, for the modules that cimport it (_csend_path, _cbatch_builder).
 from libc.stdint cimport int64_t
 
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import checks
+from . import checks, speedups
 from .compression import Compressor
 from .errors import RecordTooLargeError
 from .records import Header, RecordBatchBuilder
 from .structs import BatchRecordMetadata
 
-__all__ = ["BatchBuilder"]
+__all__ = ["BatchBuilder", "PyBatchBuilder"]
 
 
 class BatchBuilder:
@@ -118,3 +118,12 @@ class BatchBuilder:
         self._builder = None
         self._closed = True
         return builder
+
+
+# The pure class stays reachable (tests run both); the compiled twin (_cbatch_builder.pyx:
+# a plain record goes from append() to its encoder with no interpreted code) takes the
+# name when it was built (see aiokafka_lite.speedups).
+PyBatchBuilder = BatchBuilder
+_compiled = speedups.compiled_module("_cbatch_builder")
+if _compiled is not None and not TYPE_CHECKING:
+    BatchBuilder = _compiled.BatchBuilder

@@ -120,7 +120,8 @@ class KeyHashCache:
     @property
     def table(self) -> dict[bytes, int]:
         """The memo itself (never replaced), for compiled code that reads and fills it
-        directly (``_csend_path``), keeping :meth:`hash`'s policy."""
+        directly (``_csend_path``, for keys longer than 64 bytes), keeping :meth:`hash`'s
+        policy."""
         return self._cache
 
     def hash(self, key: bytes) -> int:

@@ -37,14 +37,14 @@ CRECORDS = _compiled("_crecords")
 CPARTITIONER = _compiled("_cpartitioner")
 BUILT = all(
     _compiled(name) is not None
-    for name in ("_crecords", "_cpartitioner", "_cdelivery", "_csend_path")
+    for name in ("_crecords", "_cpartitioner", "_cdelivery", "_csend_path", "_cbatch_builder")
 )
 needs_build = pytest.mark.skipif(not BUILT, reason="the extension is not built")
 
 PROBE = """
 import json
 import aiokafka_lite
-from aiokafka_lite import delivery, partitioner, records, send_path, speedups
+from aiokafka_lite import batch_builder, delivery, partitioner, records, send_path, speedups
 print(json.dumps({
     "compiled": speedups.COMPILED,
     "reason": speedups.REASON,
@@ -52,6 +52,7 @@ print(json.dumps({
     "murmur2": partitioner.murmur2 is partitioner.py_murmur2,
     "futures": delivery.RecordFutures.__module__,
     "send_path": send_path.SendPath.__module__,
+    "batch_builder": batch_builder.BatchBuilder.__module__,
 }))
 """
 
@@ -101,6 +102,7 @@ def test_the_environment_variable_forces_pure_python() -> None:
         "murmur2": True,
         "futures": "aiokafka_lite.delivery",
         "send_path": "aiokafka_lite.send_path",
+        "batch_builder": "aiokafka_lite.batch_builder",
     }
     default = probe(AIOKAFKA_LITE_NO_EXTENSIONS="0")  # "0" means not set
     assert default["compiled"] is BUILT
@@ -108,6 +110,7 @@ def test_the_environment_variable_forces_pure_python() -> None:
         assert default["builder"] == "aiokafka_lite._crecords"
         assert default["futures"] == "aiokafka_lite._cdelivery"
         assert default["send_path"] == "aiokafka_lite._csend_path"
+        assert default["batch_builder"] == "aiokafka_lite._cbatch_builder"
         assert default["murmur2"] is False
 
 

@@ -242,7 +242,7 @@ WORKLOAD_LIST: list[Workload] = [
         30_000,
         ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent"),
         kind="W3",
-        group="W3",
+        group="1MB",
         batch_size=LIBRDKAFKA_BATCH_SIZE,
     ),
     Workload(

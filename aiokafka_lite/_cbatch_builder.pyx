@@ -32,7 +32,7 @@ cdef int _bind() except -1:
     return 0
 
 
-@cython.final
+@cython.auto_pickle(False)  # (as aiokafka's, which cannot be pickled either)
 cdef class BatchBuilder:
     """Records for one partition built ahead of time (see aiokafka_lite.batch_builder)."""
 
@@ -45,6 +45,10 @@ cdef class BatchBuilder:
     cdef RecordBatchBuilder _builder
     cdef bint _closed
 
+    def __cinit__(self, *args, **kwargs):
+        if checks is None:
+            _bind()
+
     def __init__(
         self,
         Py_ssize_t batch_size,
@@ -54,8 +58,6 @@ cdef class BatchBuilder:
         key_serializer=None,
         value_serializer=None,
     ):
-        if checks is None:
-            _bind()
         self._limit = batch_size
         self._compress = compress
         self._codec_id = codec_id
@@ -68,6 +70,7 @@ cdef class BatchBuilder:
     def append(self, *, key=None, value=None, timestamp=None, headers=None):
         """Add a record; None (nothing added) when the batch is full or closed."""
         cdef int64_t ts
+        cdef double ms
         cdef Py_ssize_t offset, added
         if self._closed:
             return None
@@ -82,7 +85,12 @@ cdef class BatchBuilder:
         if headers is not None:
             headers = checks.check_headers(headers, "batch")
         if timestamp is None:
-            ts = <int64_t>(<double>_time.time() * 1000.0)  # int(time.time() * 1000)
+            now = _time.time()
+            ms = <double>now * 1000.0
+            if -9.2e18 < ms < 9.2e18:
+                ts = <int64_t>ms  # int(time.time() * 1000)
+            else:  # NaN, infinite or past int64: raises as the pure twin does
+                ts = int(now * 1000)
         elif type(timestamp) is int and 0 <= timestamp < _TIMESTAMP_LIMIT:
             ts = timestamp
         else:

@@ -184,7 +184,7 @@ cdef void _schedule(object loop, list items) except *:
 cdef class _BatchResult:
     """What the broker said about one batch, shared by its records' futures."""
 
-    cdef str topic
+    cdef object topic  # (a str, or a subclass of str: as the caller named the topic)
     cdef object partition
     cdef object tp
     cdef int64_t base_offset
@@ -511,13 +511,13 @@ cdef class RecordFutures:
         """Resolve every future with its record's metadata (``base_offset`` -1: acks=0)."""
         if self.settled:
             return
-        self.settled = True
         cdef _BatchResult result = _BatchResult.__new__(_BatchResult)
         result.topic, result.partition = tp
         result.tp = tp
         result.base_offset = base_offset
         result.log_append_time = log_append_time
         result.log_start_offset = log_start_offset
+        self.settled = True  # (only now: should the above raise, fail() still settles)
         self._settle(BATCH, result)
 
     def complete_none(self):

@@ -156,6 +156,8 @@ cdef class RecordBatchBuilder:
         cdef char* p
         cdef bytes hbytes = None
         cdef bytearray buf = self.buf
+        if buf is None:  # (C reads it below: a buffer set to None must raise, not crash)
+            raise TypeError("the batch's buffer is None")
         if headers:
             hbytes = _encode_headers(headers)
             hdata = PyBytes_AS_STRING(hbytes)
@@ -222,6 +224,8 @@ cdef class RecordBatchBuilder:
         cdef Py_ssize_t ts_size = varint_size(z_ts)
         cdef Py_ssize_t od = self.count, first = self.count
         cdef bytearray buf = self.buf
+        if buf is None:  # (as in _append)
+            raise TypeError("the batch's buffer is None")
         cdef Py_ssize_t end = PyByteArray_GET_SIZE(buf)
         # Where the budget ends; a budget beyond the address space is no bound (and must
         # not overflow into a negative one).

@@ -109,12 +109,16 @@ cdef class SendPath:
         cdef Py_ssize_t size, n, added, nparts
         cdef PyObject* found
         cdef int64_t timestamp
+        cdef double ms
         cdef long h
         cdef BatchCore batch
         cdef QueueCore q
         if type(key) is not bytes:
             return None
-        found = PyDict_GetItem(self._metadata.partitions_by_topic, topic)
+        # Held in a local: the topic's __eq__ may run Python code that replaces the
+        # metadata's dict, and ``found`` is a borrowed reference into it.
+        partitions_by_topic = self._metadata.partitions_by_topic
+        found = PyDict_GetItem(partitions_by_topic, topic)
         if found == NULL:  # (also when unhashable: the general path names the problem)
             return None
         nparts = len(<object>found)
@@ -145,7 +149,10 @@ cdef class SendPath:
         batch = <BatchCore?>batches[n - 1]  # (built without wraparound: no negative indices)
         if batch.full:
             return None
-        timestamp = <int64_t>(<double>_time.time() * 1000.0)  # int(time.time() * 1000)
+        ms = <double>_time.time() * 1000.0
+        if not (-9.2e18 < ms < 9.2e18):  # NaN, infinite or past int64: the general path
+            return None  # raises as int(time.time() * 1000) does
+        timestamp = <int64_t>ms  # int(time.time() * 1000)
         added = batch._append(timestamp, key, value, None, q.batch_limit)
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next

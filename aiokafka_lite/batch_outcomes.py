@@ -326,7 +326,11 @@ class BatchOutcomes:
         elif error is None:
             if self._idem is not None and batch.base_sequence >= 0:
                 self._idem.acknowledged(batch.queue.tp, batch.base_sequence, batch.count)
-            batch.complete(base_offset, append_time, log_start_offset)
+            try:
+                batch.complete(base_offset, append_time, log_start_offset)
+            except Exception as e:  # a bug: still, no future of the batch is left pending
+                _log.exception("completing %r failed; its records fail with that error", batch)
+                batch.fail(e)
         else:
             self._failed_for_good(batch, error)
         self._acc.deallocate(batch)

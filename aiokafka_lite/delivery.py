@@ -87,8 +87,8 @@ class RecordFutures:
         """Resolve every future with its record's metadata (``base_offset`` -1: acks=0)."""
         if self.settled:
             return
-        self.settled = True
         topic, partition = tp
+        self.settled = True  # (only now: should the above raise, fail() still settles)
         ts_type = TIMESTAMP_CREATE_TIME if log_append_time == -1 else TIMESTAMP_LOG_APPEND_TIME
         for fut, delta, ts in zip(self.futures, self._deltas, self._timestamps, strict=True):
             if fut.done():  # the caller cancelled it

@@ -147,7 +147,10 @@ class SendPath:
         batch: BatchCore = q.batches[-1]
         if batch.full:
             return None
-        timestamp = int(time.time() * 1000)
+        ms = time.time() * 1000
+        if not -9.2e18 < ms < 9.2e18:  # NaN, infinite or past int64: the general path
+            return None  # raises as int(time.time() * 1000) does
+        timestamp = int(ms)
         added = batch.append(timestamp, key, value, None, q.batch_limit)
         if not added:
             batch.full = True  # as append would mark it; the general path starts the next

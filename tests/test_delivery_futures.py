@@ -717,3 +717,32 @@ async def test_recycled_futures_still_report_an_exception_never_retrieved() -> N
             reported.clear()
     finally:
         loop.set_exception_handler(previous)
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_a_complete_that_raises_leaves_the_batch_to_fail(cls: Any) -> None:
+    """A ``tp`` that cannot be read makes ``complete`` raise before it settles anything:
+    ``fail`` then still resolves every future (the sender's safety net relies on it)."""
+    futures = cls(asyncio.get_running_loop())
+    futs = [futures.add(i, 1000 + i) for i in range(3)]
+    with pytest.raises(ValueError, match="unpack"):
+        futures.complete(("t", 3, "extra"), BASE_OFFSET, -1, LOG_START)
+    assert not any(f.done() for f in futs)
+    futures.fail(OSError("completing failed"))
+    await settle()
+    assert [type(f.exception()) for f in futs] == [OSError] * 3
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_a_topic_named_by_a_str_subclass_is_reported_as_named(cls: Any) -> None:
+    """``send(MyStr("t"), ...)`` is a valid topic: its futures resolve, with that topic."""
+
+    class Topic(str):
+        pass
+
+    tp = TopicPartition(Topic("t"), 3)
+    futures = cls(asyncio.get_running_loop())
+    fut = futures.add(0, 1000)
+    futures.complete(tp, BASE_OFFSET, -1, LOG_START)
+    await settle()
+    assert fut.result().topic == "t" and fut.result().offset == BASE_OFFSET

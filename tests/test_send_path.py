@@ -11,7 +11,10 @@ one when built (CI runs the suite in both builds).
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -363,3 +366,96 @@ async def test_a_patched_clock_stamps_both_paths_alike(
         await producer.flush()
         assert 0 < taken() < 100  # both paths stamped some of them
         assert {(await fut).timestamp for fut in futures} == {1_500_000_000_000}
+
+
+@pytest.mark.parametrize("clock", [float("nan"), float("inf"), -float("inf"), 1e17])
+async def test_a_clock_with_no_int64_millisecond_is_refused_as_on_the_general_path(
+    clock: float, bootstrap: str, topic_factory: TopicFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """time.time() returning NaN, an infinity or a time past int64 milliseconds (a broken
+    or patched clock): send() raises, as ``int(time.time() * 1000)`` does, and appends
+    nothing; neither twin of the fast path stamps the record with a garbage time."""
+    topic = topic_factory(1)
+    async with started(bootstrap) as producer:
+        monkeypatch.setattr(time, "time", lambda: 0.0)
+        first = await producer.send(topic, b"v", b"k")  # an open batch, based at time 0
+        before = state(producer)
+        monkeypatch.setattr(time, "time", lambda: clock)
+        for cls in [twin.values[0] for twin in TWINS]:
+            assert path_of(cls, producer).append(topic, b"k", b"v") is None
+        with pytest.raises((ValueError, OverflowError)):
+            await producer.send(topic, b"v", b"k")
+        monkeypatch.undo()
+        assert state(producer) == before
+        await producer.flush()
+        assert first.result().timestamp == 0
+
+
+REPLACED_MID_LOOKUP = r"""
+import asyncio, sys
+from aiokafka_lite import AIOKafkaProducer
+
+async def main(bootstrap, topic):
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=60_000) as p:
+        for part in range(30):  # an open batch in every partition
+            await p.send(topic, b"v", b"k", partition=part)
+        md = p._metadata
+
+        def snapshot():  # what a metadata refresh does: a new dict of new tuples
+            md.partitions_by_topic = {t: tuple(list(v)) for t, v in md.partitions_by_topic.items()}
+
+        class Topic(str):
+            __hash__ = str.__hash__
+
+            def __eq__(self, other):
+                snapshot()  # the dict being searched is dropped mid-lookup
+                return str.__eq__(self, other)
+
+        snapshot()
+        fut = await p.send(Topic(topic), b"value", b"key")
+        await p.flush()
+        print((await fut).partition)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+def test_a_topic_whose_eq_replaces_the_metadata_is_memory_safe(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """The fast path looks the topic up in the metadata's dict; a topic whose ``__eq__``
+    makes the metadata replace that dict must not leave it reading freed memory. Run in a
+    child with PYTHONMALLOC=debug, which poisons freed memory (a read of it crashes)."""
+    topic = topic_factory(30)
+    env = {**os.environ, "PYTHONMALLOC": "debug"}
+    child = subprocess.run(
+        [sys.executable, "-c", REPLACED_MID_LOOKUP, bootstrap, topic],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert int(child.stdout) == py_default_partition(b"key", 30)
+
+
+async def test_a_topic_named_by_a_str_subclass_is_delivered_and_reported(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """A str subclass is a valid topic name (as for aiokafka): its records' futures resolve
+    with their metadata, on the fast path and the general one, and the records are there."""
+
+    class Topic(str):
+        pass
+
+    topic = topic_factory(2)
+    async with started(bootstrap, linger_ms=5) as producer:
+        general = await producer.send(Topic(topic), b"v0", b"k", partition=1)
+        fast = await producer.send(Topic(topic), b"v1", b"k")
+        metadata = [await asyncio.wait_for(f, 30) for f in (general, fast)]
+    assert [(m.topic, m.partition) for m in metadata] == [
+        (topic, 1),
+        (topic, py_default_partition(b"k", 2)),
+    ]
+    read = read_all_confluent(bootstrap, topic, 2)
+    assert sorted(r.value for r in read) == [b"v0", b"v1"]

@@ -21,11 +21,13 @@ def w1_kafka_python(spec: WorkerSpec) -> RunResult:
     kafka = importlib.import_module("kafka")  # untyped package
 
     result = new_result(spec)
+    batching = {} if spec.wl.batch_size is None else {"batch_size": spec.wl.batch_size}
     producer = kafka.KafkaProducer(
         bootstrap_servers=spec.bootstrap,
         linger_ms=spec.wl.linger_ms,
         acks="all",
         enable_idempotence=spec.wl.idempotence,
+        **batching,
     )
     try:
         producer.partitions_for(spec.topic)

@@ -23,10 +23,11 @@ the rows at one batch size for all (``/1MB``).
   ``aiokafka_lite[send_many]``: one ``send_many(topic, pairs)`` call; confluent: as W1
   (produce + poll + flush is librdkafka's fast path).
 * W1/1MB, W3/1MB: W1 and W3 with every client at librdkafka's default batch size,
-  1,000,000 bytes (aiokafka_lite and aiokafka ``max_batch_size``, librdkafka ``batch.size``,
-  kafka-python ``batch_size``), where the other rows leave aiokafka_lite and aiokafka at their 16 KiB
-  default. A Produce request carries one batch per partition, so the batch size sets how
-  many records each request, and each broker wake-up, moves.
+  1,000,000 bytes (aiokafka_lite and aiokafka ``max_batch_size``, librdkafka
+  ``batch.size``, kafka-python ``batch_size``); the other rows leave aiokafka_lite,
+  aiokafka and kafka-python at their 16 KiB default. A Produce request carries one batch
+  per partition, so the batch size sets how many records each request, and each broker
+  wake-up, moves.
 * W4 "latency": records paced at 5,000/s (W4_RATE) for N / 5,000 s, linger 0; latency
   is from the send()/produce() call to the delivery callback, p50/p99/max. The
   confluent sync Producer waits in ``poll(timeout)`` between sends so its delivery

@@ -368,13 +368,13 @@ async def test_a_patched_clock_stamps_both_paths_alike(
         assert {(await fut).timestamp for fut in futures} == {1_500_000_000_000}
 
 
-@pytest.mark.parametrize("clock", [float("nan"), float("inf"), -float("inf"), 1e17])
-async def test_a_clock_with_no_int64_millisecond_is_refused_as_on_the_general_path(
+@pytest.mark.parametrize("clock", [float("nan"), float("inf"), -float("inf")])
+async def test_a_clock_with_no_millisecond_is_refused_as_on_the_general_path(
     clock: float, bootstrap: str, topic_factory: TopicFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """time.time() returning NaN, an infinity or a time past int64 milliseconds (a broken
-    or patched clock): send() raises, as ``int(time.time() * 1000)`` does, and appends
-    nothing; neither twin of the fast path stamps the record with a garbage time."""
+    """time.time() returning NaN or an infinity (a broken or patched clock): send() raises,
+    as ``int(time.time() * 1000)`` does, and appends nothing; neither twin of the fast path
+    stamps the record with a garbage time."""
     topic = topic_factory(1)
     async with started(bootstrap) as producer:
         monkeypatch.setattr(time, "time", lambda: 0.0)

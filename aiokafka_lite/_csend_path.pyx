@@ -37,7 +37,6 @@ cdef class BatchCore(RecordBatchBuilder):
 cdef class PoolCore:
     """What the fast path changes of the buffer_memory budget (see send_path.PoolCore)."""
 
-    cdef public Py_ssize_t limit
     cdef public Py_ssize_t used
 
 
@@ -69,6 +68,7 @@ cdef class SendPath:
         metadata,
         hashes,
         PoolCore pool,
+        Py_ssize_t limit,
         waiters,
         dict queues,
         Py_ssize_t max_request_size,
@@ -82,7 +82,7 @@ cdef class SendPath:
         self._pool = pool
         self._queues = queues
         self._waiters = waiters
-        self._limit = pool.limit
+        self._limit = limit
         self._max_size = max_request_size
         self._overhead = record_overhead
         self._record_memory = record_memory

@@ -164,7 +164,9 @@ class RecordAccumulator(BufferPool):
         already waiting for it), unless the caller holds ``reserved`` bytes.
         """
         size += SEND_BOUND  # it may have to start a batch
-        if not reserved and (self.used + size > self.limit or self._waiters):
+        budget = self.budget
+        used = budget.used  # (read once: a C field in the compiled build)
+        if not reserved and (used + size > self.limit or self._waiters):
             return None
         try:
             q = self._queues[topic][partition]
@@ -187,7 +189,7 @@ class RecordAccumulator(BufferPool):
                 raise
         added += SEND_RECORD_MEMORY
         batch.memory += added
-        self.used += added - reserved
+        budget.used = used + added - reserved  # (nothing above changed it: no await, no callback)
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
         return fut
 
@@ -226,13 +228,13 @@ class RecordAccumulator(BufferPool):
             need = record_size(keys[i], values[i], None) + BULK_RECORD_MEMORY + RUN_MEMORY
             if batch is None:
                 need += BATCH_MEMORY
-            budget = reserved or (0 if self._waiters else self.limit - self.used)
+            budget = reserved or (0 if self._waiters else self.limit - self.budget.used)
             if budget >= need:
                 if batch is None:
                     batch = self._new_batch(q, timestamp)
                     budget -= BATCH_MEMORY
                     batch.memory += BATCH_MEMORY
-                    self.used += BATCH_MEMORY
+                    self.budget.used += BATCH_MEMORY
                 start = pos
                 pos = self._append_run(
                     batch, timestamp, keys, values, order, pos, budget - RUN_MEMORY
@@ -240,7 +242,7 @@ class RecordAccumulator(BufferPool):
                 if pos > start:
                     self._add_bulk_slots(batch, delivery, order[start:pos], timestamp)
                     batch.memory += RUN_MEMORY
-                    self.used += RUN_MEMORY
+                    self.budget.used += RUN_MEMORY
                 if reserved:
                     self._release(reserved)  # the run's bytes are counted in used instead
                     reserved = 0
@@ -285,7 +287,7 @@ class RecordAccumulator(BufferPool):
         )
         added = len(batch.buf) - before + (batch.count - count) * BULK_RECORD_MEMORY
         batch.memory += added
-        self.used += added
+        self.budget.used += added
         if end < len(order):
             i = order[end]
             if len(batch.buf) + record_size(keys[i], values[i], None) > limit:
@@ -361,11 +363,11 @@ class RecordAccumulator(BufferPool):
         """Queue a batch the user built (``send_batch``) as one unit with one future."""
         # One future for the whole batch; the buffer's size includes the header.
         size = len(builder.buf) + SEND_BOUND
-        if self.used + size > self.limit or self._waiters:
+        if self.budget.used + size > self.limit or self._waiters:
             await self.reserve(size, topic, timeout)
             self._check_not_shut_down(size)
         else:
-            self.used += size
+            self.budget.used += size
         q = self.queue_for(topic, partition)
         batch = ProducerBatch(
             q, builder.base_timestamp, time.monotonic(), self._loop.create_future()

@@ -9,7 +9,7 @@ counts what each buffered record and batch holds besides its encoded bytes (the
 constants below), so that many small records cannot hold far more than the budget.
 
 :class:`~aiokafka_lite.accumulator.RecordAccumulator` is a :class:`BufferPool`: a base
-class rather than a member, so that the append hot path reads ``self.used`` with no
+class rather than a member, so that the append hot path reads its attributes with no
 extra lookup.
 """
 
@@ -68,10 +68,11 @@ def too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeErr
     )
 
 
-class BufferPool(PoolCore):
+class BufferPool:
     """``limit`` bytes of budget, ``used`` of them taken, and the FIFO line of waiters.
 
-    ``used`` is its base class's field, which send()'s fast path changes too.
+    ``used`` is kept in :attr:`budget`, a :class:`~aiokafka_lite.send_path.PoolCore` that
+    send()'s fast path changes too (a C field in the compiled build).
     """
 
     def __init__(self, buffer_memory: int, wakeup: Callable[[], None]) -> None:
@@ -79,10 +80,15 @@ class BufferPool(PoolCore):
         # Wakes the sender: a waiter makes every batch sendable, to free memory quickly.
         self._wakeup = wakeup
         self.limit = buffer_memory
-        self.used = 0
+        self.budget = PoolCore()  # its ``used``: the bytes of the budget taken
         self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
         # Told how long each wait for buffer memory took (the producer's metrics).
         self.on_wait: Callable[[float], None] | None = None
+
+    @property
+    def used(self) -> int:
+        """Bytes of the budget taken."""
+        return self.budget.used
 
     @property
     def waiters(self) -> collections.deque[tuple[int, asyncio.Future[None]]]:
@@ -129,14 +135,14 @@ class BufferPool(PoolCore):
         waiters = self._waiters
         while waiters:
             size, grant = waiters[0]
-            if self.used + size > self.limit:
+            if self.budget.used + size > self.limit:
                 return
             waiters.popleft()
-            self.used += size
+            self.budget.used += size
             grant.set_result(None)
 
     def _release(self, n: int) -> None:
-        self.used -= n
+        self.budget.used -= n
         if self._waiters:
             self._grant()
 

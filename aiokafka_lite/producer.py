@@ -193,7 +193,8 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
                 path = SendPath(
                     runtime.metadata,
                     self._hashes,
-                    runtime.acc,
+                    runtime.acc.budget,
+                    runtime.acc.limit,
                     runtime.acc.waiters,
                     runtime.acc.queues,
                     self._max_request_size,

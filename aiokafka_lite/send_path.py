@@ -10,10 +10,11 @@ full as full, as the general path would): ``send()`` then takes its general path
 checks each argument, waits for metadata or memory and starts new batches.
 
 It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
-hash in front. :class:`BatchCore`, :class:`QueueCore` and :class:`PoolCore` are the parts of
-a :class:`~aiokafka_lite.producer_batch.ProducerBatch`, a
-:class:`~aiokafka_lite.producer_batch.PartitionQueue` and the
-:class:`~aiokafka_lite.buffer_pool.BufferPool` it reads and writes. This module is
+hash in front. :class:`BatchCore` and :class:`QueueCore` are the parts of a
+:class:`~aiokafka_lite.producer_batch.ProducerBatch` and a
+:class:`~aiokafka_lite.producer_batch.PartitionQueue` it reads and writes, and
+:class:`PoolCore` is the :class:`~aiokafka_lite.buffer_pool.BufferPool`'s count of bytes
+taken. This module is
 the pure-Python twin; ``_csend_path.pyx`` (used when it was built, see
 :mod:`aiokafka_lite.speedups`) does the same in C, with those parts' fields as C fields, so
 that a record on this path runs no interpreted code from the fast path's call to its
@@ -60,12 +61,13 @@ class BatchCore(RecordBatchBuilder):
 
 
 class PoolCore:
-    """What :meth:`SendPath.append` changes of the ``buffer_memory`` budget (a BufferPool)."""
+    """The ``buffer_memory`` budget's count of bytes taken (a BufferPool's ``budget``),
+    which :meth:`SendPath.append` changes too."""
 
-    __slots__ = ("limit", "used")
+    __slots__ = ("used",)
 
-    limit: int  # buffer_memory
-    used: int  # bytes of it taken
+    def __init__(self) -> None:
+        self.used = 0  # bytes of the budget taken
 
 
 class QueueCore:
@@ -99,6 +101,7 @@ class SendPath:
         metadata: Metadata,
         hashes: KeyHashCache,
         pool: PoolCore,
+        limit: int,
         waiters: collections.deque[Any],
         queues: Mapping[str, Mapping[int, QueueCore]],
         max_request_size: int,
@@ -109,10 +112,10 @@ class SendPath:
         self._metadata = metadata
         self._peek = hashes.peek
         self._hash = hashes.hash
-        self._pool = pool  # the accumulator's buffer_memory budget
+        self._pool = pool  # the accumulator's count of buffer_memory taken (its budget)
         self._queues = queues  # the accumulator's topic -> partition -> queue (never replaced)
         self._waiters = waiters  # the callers waiting for the budget (never replaced either)
-        self._limit = pool.limit
+        self._limit = limit  # buffer_memory
         self._max_size = max_request_size
         self._overhead = record_overhead  # the most a record adds besides key and value
         self._record_memory = record_memory  # buffer_memory a record holds besides its bytes

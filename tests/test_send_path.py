@@ -55,7 +55,8 @@ def path_of(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> Any:
     return cls(
         producer._metadata,
         producer._hashes,
-        acc,
+        acc.budget,
+        acc.limit,
         acc.waiters,
         acc.queues,
         producer._max_request_size,

@@ -40,12 +40,6 @@ cdef class PoolCore:
     cdef public Py_ssize_t used
 
 
-cdef class QueueCore:
-    """What the fast path reads of a partition's queue (see send_path.QueueCore)."""
-
-    cdef public Py_ssize_t batch_limit
-    cdef public object batches
-
 
 @cython.final
 cdef class SendPath:
@@ -112,7 +106,6 @@ cdef class SendPath:
         cdef double ms
         cdef long h
         cdef BatchCore batch
-        cdef QueueCore q
         if type(key) is not bytes:
             return None
         # Held in a local: the topic's __eq__ may run Python code that replaces the
@@ -141,7 +134,7 @@ cdef class SendPath:
         found = PyDict_GetItem(<dict>found, h % nparts)
         if found == NULL:
             return None
-        q = <QueueCore?>found
+        q = <object>found
         batches = q.batches
         n = len(batches)
         if n == 0:

@@ -18,7 +18,7 @@ import collections
 from .bulk_delivery import BulkDelivery
 from .compression import Compressor
 from .delivery import RecordFutures
-from .send_path import BatchCore, QueueCore
+from .send_path import BatchCore
 from .structs import TopicPartition
 
 __all__ = ["PartitionQueue", "ProducerBatch"]
@@ -120,14 +120,10 @@ class ProducerBatch(BatchCore):
         return f"<ProducerBatch {topic}[{partition}] records={self.count} bytes={len(self.buf)}>"
 
 
-class PartitionQueue(QueueCore):
-    """The batches of one partition, oldest first; the last may be open.
+class PartitionQueue:
+    """The batches of one partition, oldest first; the last may be open."""
 
-    ``batches`` and ``batch_limit`` are its base class's fields, which send()'s fast path
-    reads.
-    """
-
-    __slots__ = ("aborted", "in_flight", "tp")
+    __slots__ = ("aborted", "batch_limit", "batches", "in_flight", "tp")
 
     def __init__(self, topic: str, partition: int, batch_limit: int) -> None:
         self.tp = TopicPartition(topic, partition)

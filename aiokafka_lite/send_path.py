@@ -10,13 +10,12 @@ full as full, as the general path would): ``send()`` then takes its general path
 checks each argument, waits for metadata or memory and starts new batches.
 
 It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
-hash in front. :class:`BatchCore` and :class:`QueueCore` are the parts of a
-:class:`~aiokafka_lite.producer_batch.ProducerBatch` and a
-:class:`~aiokafka_lite.producer_batch.PartitionQueue` it reads and writes, and
-:class:`PoolCore` is the :class:`~aiokafka_lite.buffer_pool.BufferPool`'s count of bytes
+hash in front. :class:`BatchCore` is the part of a
+:class:`~aiokafka_lite.producer_batch.ProducerBatch` it reads and writes, and
+:class:`PoolCore` the :class:`~aiokafka_lite.buffer_pool.BufferPool`'s count of bytes
 taken. This module is
 the pure-Python twin; ``_csend_path.pyx`` (used when it was built, see
-:mod:`aiokafka_lite.speedups`) does the same in C, with those parts' fields as C fields, so
+:mod:`aiokafka_lite.speedups`) does the same in C, with those fields as C fields, so
 that a record on this path runs no interpreted code from the fast path's call to its
 future.
 """
@@ -26,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import speedups
 from .delivery import RecordFutures
@@ -43,9 +42,7 @@ __all__ = [
     "PoolCore",
     "PyBatchCore",
     "PyPoolCore",
-    "PyQueueCore",
     "PySendPath",
-    "QueueCore",
     "SendPath",
 ]
 
@@ -70,13 +67,14 @@ class PoolCore:
         self.used = 0  # bytes of the budget taken
 
 
-class QueueCore:
-    """What :meth:`SendPath.append` reads of a partition's queue (a PartitionQueue)."""
+class PartitionBatches(Protocol):
+    """What the fast path reads of a partition's queue (a PartitionQueue)."""
 
-    __slots__ = ("batch_limit", "batches")
+    @property
+    def batches(self) -> Sequence[BatchCore]: ...  # oldest first, the last may be open
 
-    batch_limit: int  # the uncompressed bytes its open batch may take
-    batches: collections.deque[Any]  # its BatchCores, oldest first; the last may be open
+    @property
+    def batch_limit(self) -> int: ...  # the uncompressed bytes its open batch may take
 
 
 class SendPath:
@@ -103,7 +101,7 @@ class SendPath:
         pool: PoolCore,
         limit: int,
         waiters: collections.deque[Any],
-        queues: Mapping[str, Mapping[int, QueueCore]],
+        queues: Mapping[str, Mapping[int, PartitionBatches]],
         max_request_size: int,
         record_overhead: int,
         record_memory: int,
@@ -170,10 +168,8 @@ class SendPath:
 PySendPath = SendPath
 PyBatchCore = BatchCore
 PyPoolCore = PoolCore
-PyQueueCore = QueueCore
 _compiled = speedups.compiled_module("_csend_path")
 if _compiled is not None and not TYPE_CHECKING:
     SendPath = _compiled.SendPath
     BatchCore = _compiled.BatchCore
     PoolCore = _compiled.PoolCore
-    QueueCore = _compiled.QueueCore

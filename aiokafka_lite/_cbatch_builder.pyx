@@ -18,16 +18,16 @@ import time as _time  # (time.time looked up per record, as the pure twin does)
 # imported (by aiokafka_lite.speedups) while those modules are still being imported.
 cdef object checks = None
 cdef object BatchRecordMetadata = None
-cdef object RecordTooLargeError = None
+cdef object check_request_size = None  # the pure module's, shared by both twins
 cdef object _TIMESTAMP_LIMIT = None
 
 
 cdef int _bind() except -1:
-    global checks, BatchRecordMetadata, RecordTooLargeError, _TIMESTAMP_LIMIT
+    global checks, BatchRecordMetadata, check_request_size, _TIMESTAMP_LIMIT
     from aiokafka_lite import checks as _checks
-    from aiokafka_lite.errors import RecordTooLargeError as _too_large
+    from aiokafka_lite.batch_builder import check_request_size as _check_size
     from aiokafka_lite.structs import BatchRecordMetadata as _metadata
-    checks, RecordTooLargeError, BatchRecordMetadata = _checks, _too_large, _metadata
+    checks, check_request_size, BatchRecordMetadata = _checks, _check_size, _metadata
     _TIMESTAMP_LIMIT = _checks.TIMESTAMP_LIMIT
     return 0
 
@@ -124,13 +124,7 @@ cdef class BatchBuilder:
         if builder is None or not builder.count:
             self._closed = True  # nothing to send (send_batch resolves it at once)
             return None
-        if len(builder.buf) > max_request_size:
-            # A batch's first record is always accepted, so one big record can
-            # make it larger than the broker would take.
-            raise RecordTooLargeError(
-                f"a batch of {len(builder.buf)} bytes for {topic!r} is larger than "
-                f"max_request_size ({max_request_size})"
-            )
+        check_request_size(builder, topic, max_request_size)
         self._builder = None
         self._closed = True
         return builder

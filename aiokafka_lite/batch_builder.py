@@ -18,7 +18,7 @@ from .errors import RecordTooLargeError
 from .records import Header, RecordBatchBuilder
 from .structs import BatchRecordMetadata
 
-__all__ = ["BatchBuilder", "PyBatchBuilder"]
+__all__ = ["BatchBuilder", "PyBatchBuilder", "check_request_size"]
 
 
 class BatchBuilder:
@@ -108,16 +108,21 @@ class BatchBuilder:
         if builder is None or not builder.count:
             self._closed = True  # nothing to send (send_batch resolves it at once)
             return None
-        if len(builder.buf) > max_request_size:
-            # A batch's first record is always accepted, so one big record can
-            # make it larger than the broker would take.
-            raise RecordTooLargeError(
-                f"a batch of {len(builder.buf)} bytes for {topic!r} is larger than "
-                f"max_request_size ({max_request_size})"
-            )
+        check_request_size(builder, topic, max_request_size)
         self._builder = None
         self._closed = True
         return builder
+
+
+def check_request_size(builder: RecordBatchBuilder, topic: str, max_request_size: int) -> None:
+    """Refuse a batch larger than one request may be (``_take``, in both twins): a batch's
+    first record is always accepted, so one big record can make it larger than the broker
+    would take."""
+    if len(builder.buf) > max_request_size:
+        raise RecordTooLargeError(
+            f"a batch of {len(builder.buf)} bytes for {topic!r} is larger than "
+            f"max_request_size ({max_request_size})"
+        )
 
 
 # The pure class stays reachable (tests run both); the compiled twin (_cbatch_builder.pyx:

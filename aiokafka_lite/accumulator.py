@@ -228,16 +228,16 @@ class RecordAccumulator(BufferPool):
             need = record_size(keys[i], values[i], None) + BULK_RECORD_MEMORY + RUN_MEMORY
             if batch is None:
                 need += BATCH_MEMORY
-            budget = reserved or (0 if self._waiters else self.limit - self.budget.used)
-            if budget >= need:
+            room = reserved or (0 if self._waiters else self.limit - self.budget.used)
+            if room >= need:
                 if batch is None:
                     batch = self._new_batch(q, timestamp)
-                    budget -= BATCH_MEMORY
+                    room -= BATCH_MEMORY
                     batch.memory += BATCH_MEMORY
                     self.budget.used += BATCH_MEMORY
                 start = pos
                 pos = self._append_run(
-                    batch, timestamp, keys, values, order, pos, budget - RUN_MEMORY
+                    batch, timestamp, keys, values, order, pos, room - RUN_MEMORY
                 )
                 if pos > start:
                     self._add_bulk_slots(batch, delivery, order[start:pos], timestamp)

@@ -56,6 +56,7 @@ cdef class SendPath:
     cdef Py_ssize_t _overhead
     cdef Py_ssize_t _record_memory
     cdef Py_ssize_t _bound
+    cdef public bint filled  # found its open batch full (send() may yield, see there)
 
     def __init__(
         self,
@@ -149,6 +150,7 @@ cdef class SendPath:
         added = batch._append(timestamp, key, value, None, q.batch_limit)
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next
+            self.filled = True
             return None
         added += self._record_memory
         batch.memory += added

@@ -10,6 +10,7 @@ unusual.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -54,6 +55,15 @@ def bad_partition(partition: object, topic: str, count: int) -> Exception:
     return ValueError(
         f"partition {partition} is out of range for {topic!r}, which has {count} partition(s)"
     )
+
+
+def record_timestamp(timestamp: object, topic: str) -> int:
+    """A record's timestamp: ``timestamp``, or now when None (raises if it is neither)."""
+    if timestamp is None:
+        return int(time.time() * 1000)
+    if type(timestamp) is int and 0 <= timestamp < TIMESTAMP_LIMIT:
+        return timestamp
+    raise bad_timestamp(timestamp, topic)
 
 
 def bad_timestamp(timestamp: object, topic: str) -> Exception:

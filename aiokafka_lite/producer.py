@@ -138,6 +138,8 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         # serializer, partitioner, interceptor or transaction check: set at start().
         self._fast_append: Callable[[Any, Any, Any], asyncio.Future[RecordMetadata] | None]
         self._fast_append = _no_fast_path
+        self._send_path: SendPath | None = None
+        self._last_filler = 0  # id() of the task whose send found the last full batch
 
     @property
     def config(self) -> ProducerConfig:
@@ -190,7 +192,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             self._placement.metadata = runtime.metadata
             self._acc, self._sender = runtime.acc, runtime.sender
             if not (self._wrapped or self._serializing or self._partitioner is not None):
-                path = SendPath(
+                path = self._send_path = SendPath(
                     runtime.metadata,
                     self._hashes,
                     runtime.acc.budget,
@@ -353,6 +355,8 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             fut = self._fast_append(topic, key, value)
             if fut is not None:  # (None: not the plain case, and nothing was done)
                 return fut
+            if self._send_path is not None and self._send_path.filled:
+                await self._hand_over()
         if self._wrapped:  # a transaction to check, or interceptors to run
             self._check_transactional_send()
             if self._interceptors:
@@ -361,10 +365,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
                     ProducerRecord(topic, value, key, partition, timestamp_ms, headers),
                 )
         try:
-            try:
-                parts = self._metadata.partitions_by_topic.get(topic)
-            except TypeError:  # unhashable: _wait_on_metadata's check names the problem
-                parts = None
+            parts = self._known_partitions(topic)
             if parts is None:
                 parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
             # Untyped locals from here: serializers turn K and V into bytes.
@@ -392,12 +393,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
                 partition = (self._hashes.hash(k) if h is None else h) % len(parts)
             else:
                 partition = self._place(topic, k, parts, size, partition)
-            if timestamp_ms is None:
-                ts = int(time.time() * 1000)
-            elif type(timestamp_ms) is int and 0 <= timestamp_ms < checks.TIMESTAMP_LIMIT:
-                ts = timestamp_ms
-            else:
-                raise checks.bad_timestamp(timestamp_ms, topic)
+            ts = checks.record_timestamp(timestamp_ms, topic)
             fut = self._acc.append(topic, partition, ts, k, v, headers, size)
             if fut is None:
                 fut = await self._acc.append_wait(
@@ -410,6 +406,26 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         if self._interceptors:
             fut.add_done_callback(self._acknowledge)
         return fut
+
+    async def _hand_over(self) -> None:
+        """The fast path found its open batch full, so this record starts the next one.
+
+        ``await send()`` in a loop never lets the event loop turn (it waits only for
+        metadata or memory): the sender would idle until the buffer ran out. When one
+        task finds a full batch twice in a row, it yields here once, the sender woken
+        first, so that the broker works while the caller appends. Tasks that each send
+        once (``gather``) keep the order of their calls. Nothing is appended yet: a send
+        cancelled here appends nothing, and a stopped or failed producer raises.
+        """
+        assert self._send_path is not None
+        self._send_path.filled = False
+        task = id(asyncio.current_task())  # (an id: this holds no task alive)
+        if task == self._last_filler:
+            self._sender.wakeup()
+            await asyncio.sleep(0)
+            if self._state != _STARTED:
+                self._check_running()
+        self._last_filler = task
 
     def _check_send(self) -> None:
         """send()'s full check (raises unless started and in its loop), then what the
@@ -474,12 +490,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             )
         key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
         partition = self._place(topic, key_bytes, parts, size, partition)
-        if timestamp_ms is None:
-            ts = int(time.time() * 1000)
-        elif type(timestamp_ms) is int and 0 <= timestamp_ms < checks.TIMESTAMP_LIMIT:
-            ts = timestamp_ms
-        else:
-            raise checks.bad_timestamp(timestamp_ms, topic)
+        ts = checks.record_timestamp(timestamp_ms, topic)
         fut = self._acc.append(topic, partition, ts, key_bytes, value_bytes, headers, size)
         if fut is None:
             raise BufferFullError(

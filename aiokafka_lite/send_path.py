@@ -92,6 +92,7 @@ class SendPath:
         "_queues",
         "_record_memory",
         "_waiters",
+        "filled",
     )
 
     def __init__(
@@ -118,6 +119,7 @@ class SendPath:
         self._overhead = record_overhead  # the most a record adds besides key and value
         self._record_memory = record_memory  # buffer_memory a record holds besides its bytes
         self._bound = send_bound  # ... and what it may take, should it start a batch
+        self.filled = False  # found its open batch full (send() may yield, see there)
 
     def append(self, topic: Any, key: Any, value: Any) -> asyncio.Future[RecordMetadata] | None:
         """Append the record and return its future, or None if it is not the plain case."""
@@ -155,6 +157,7 @@ class SendPath:
         added = batch.append(timestamp, key, value, None, q.batch_limit)
         if not added:
             batch.full = True  # as append would mark it; the general path starts the next
+            self.filled = True
             return None
         added += self._record_memory
         batch.memory += added

@@ -1,0 +1,133 @@
+"""A task that awaits ``send()`` in a loop lets the sender send its full batches.
+
+``send()`` suspends only for metadata or memory, so a loop of ``await send()`` never
+lets the event loop turn: without a hand-over the sender would send nothing until the
+loop ended or the buffer ran out, and the broker would idle meanwhile. When the fast
+path finds its open batch full for the second time in a row in the same task, that
+``send()`` yields once before it appends (``AIOKafkaProducer._hand_over``). Checked
+against the real broker in both twins of the fast path: the loop's early records are
+acknowledged while it runs; records keep their order; a send cancelled in the yield
+appends nothing; one whose producer stops meanwhile raises; and tasks that each send
+once (``gather``) never yield there (their call order is pinned by
+``test_send_path.test_records_of_concurrent_sends_keep_the_order_of_the_calls``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from conftest import TopicFactory
+from readers import read_all_confluent
+from test_send_path import TWINS, path_of, started
+
+from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite.errors import ProducerClosedError
+
+# 2 KiB batches hold ~17 of these records: a batch fills every ~17 sends.
+BATCH = 2048
+LOOP = 20_000  # ~2.3 MB: far inside the 32 MiB buffer, so no send waits for memory
+
+
+def value(i: int) -> bytes:
+    return b"%05d" % i + b"v" * 100
+
+
+def use_twin(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> None:
+    """Give the producer's send() a fast path of twin ``cls`` (start() picks the built one)."""
+    path = path_of(cls, producer)
+    producer._send_path, producer._fast_append = path, path.append
+
+
+@pytest.mark.parametrize("cls", TWINS)
+async def test_a_loop_of_awaited_sends_gets_acknowledgements_while_it_runs(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
+        use_twin(cls, producer)
+        await producer.send_and_wait(topic, b"first", b"k")  # metadata known
+        futures = []
+        for i in range(LOOP):
+            futures.append(await producer.send(topic, value(i), b"k"))
+            if futures[0].done():
+                break
+        # Without the hand-over the loop never lets the sender run: nothing is sent
+        # (let alone acknowledged) before it ends.
+        assert futures[0].done(), "no record was acknowledged while the loop ran"
+        assert len(futures) < LOOP
+        offsets = [md.offset for md in await asyncio.gather(*futures)]
+        assert offsets == list(range(1, 1 + len(futures)))
+    read = read_all_confluent(bootstrap, topic, 1 + len(futures))
+    assert [r.value for r in read] == [b"first", *(value(i) for i in range(len(futures)))]
+
+
+async def sending_loop(
+    producer: AIOKafkaProducer[Any, Any], topic: str, futures: list[Any]
+) -> None:
+    for i in range(LOOP):
+        futures.append(await producer.send(topic, value(i), b"k"))
+
+
+@pytest.mark.parametrize("cls", TWINS)
+async def test_a_send_cancelled_while_it_hands_over_appends_nothing(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
+        use_twin(cls, producer)
+        await producer.send_and_wait(topic, b"first", b"k")
+        futures: list[Any] = []
+        task = asyncio.create_task(sending_loop(producer, topic, futures))
+        await asyncio.sleep(0)  # the loop runs until its first hand-over yields
+        assert not task.done() and 0 < len(futures) < LOOP
+        task.cancel()  # ... in that yield: the send in progress raises
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        n = len(futures)
+        # Exactly the records whose futures were returned are sent: the next record
+        # sent gets the offset after them.
+        after = await producer.send_and_wait(topic, b"after", b"k")
+        assert after.offset == 1 + n
+        assert [md.offset for md in await asyncio.gather(*futures)] == list(range(1, 1 + n))
+    read = read_all_confluent(bootstrap, topic, 3 + n, idle=2.0, at_least=2 + n)
+    assert [r.value for r in read] == [b"first", *(value(i) for i in range(n)), b"after"]
+
+
+@pytest.mark.parametrize("cls", TWINS)
+async def test_a_send_whose_producer_stops_while_it_hands_over_raises(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
+        use_twin(cls, producer)
+        await producer.send_and_wait(topic, b"first", b"k")
+        futures: list[Any] = []
+        task = asyncio.create_task(sending_loop(producer, topic, futures))
+        await asyncio.sleep(0)  # the loop is in its first hand-over's yield
+        n = len(futures)
+        await producer.stop()  # begins before the loop resumes, delivers what was sent
+        with pytest.raises(ProducerClosedError):
+            await task
+        assert len(futures) == n  # nothing appended after stop() began
+        assert [f.result().offset for f in futures] == list(range(1, 1 + n))
+    read = read_all_confluent(bootstrap, topic, 2 + n, idle=2.0, at_least=1 + n)
+    assert [r.value for r in read] == [b"first", *(value(i) for i in range(n))]
+
+
+@pytest.mark.parametrize("cls", TWINS)
+async def test_tasks_that_each_send_once_never_yield_to_hand_over(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """Each task of a gather finds at most one full batch: none of them yields, so every
+    send() completes in the task's first step (it would not if a send() had yielded)."""
+    topic = topic_factory(1)
+    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
+        use_twin(cls, producer)
+        await producer.send_and_wait(topic, b"first", b"k")
+        tasks = [asyncio.create_task(producer.send(topic, value(i), b"k")) for i in range(2000)]
+        await asyncio.sleep(0)  # every task has run its first step
+        assert all(t.done() for t in tasks)
+        futures = [t.result() for t in tasks]
+        assert [md.offset for md in await asyncio.gather(*futures)] == list(range(1, 2001))

@@ -139,7 +139,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         self._fast_append: Callable[[Any, Any, Any], asyncio.Future[RecordMetadata] | None]
         self._fast_append = _no_fast_path
         self._send_path: SendPath | None = None
-        self._last_filler = 0  # id() of the task whose send found the last full batch
+        self._last_filler = 0  # id() of the task that filled the last full batch
 
     @property
     def config(self) -> ProducerConfig:
@@ -355,8 +355,8 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             fut = self._fast_append(topic, key, value)
             if fut is not None:  # (None: not the plain case, and nothing was done)
                 return fut
-            if self._send_path is not None and self._send_path.filled:
-                await self._hand_over()
+        if self._last_filler or (self._send_path is not None and self._send_path.filled):
+            await self._hand_over()
         if self._wrapped:  # a transaction to check, or interceptors to run
             self._check_transactional_send()
             if self._interceptors:
@@ -399,6 +399,9 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
                 fut = await self._acc.append_wait(
                     topic, partition, ts, k, v, headers, size, self._max_block
                 )
+            if self._acc.filled:  # this record started a batch: the last one is full
+                self._acc.filled = False
+                self._last_filler = id(asyncio.current_task())
         except Exception as e:
             if self._interceptors:
                 run_on_acknowledgement(self._interceptors, None, e)
@@ -408,24 +411,29 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         return fut
 
     async def _hand_over(self) -> None:
-        """The fast path found its open batch full, so this record starts the next one.
+        """Before a general-path append: yield if this task filled the last full batch.
 
         ``await send()`` in a loop never lets the event loop turn (it waits only for
-        metadata or memory): the sender would idle until the buffer ran out. When one
-        task finds a full batch twice in a row, it yields here once, the sender woken
-        first, so that the broker works while the caller appends. Tasks that each send
-        once (``gather``) keep the order of their calls. Nothing is appended yet: a send
-        cancelled here appends nothing, and a stopped or failed producer raises.
+        metadata or memory): the sender would idle until the buffer ran out. So a task
+        that fills a batch (its record did not fit: the fast path finds that before
+        the append, the general path in it) and then fills the next one, or sends
+        again on the general path, yields here once, the sender woken first: the full
+        batch leaves and the broker works while the caller appends. Tasks that each
+        send once (``gather``) keep the order of their calls. Nothing is appended yet:
+        a send cancelled here appends nothing; a stopped or failed producer raises.
         """
-        assert self._send_path is not None
-        self._send_path.filled = False
+        path = self._send_path
+        filling = path is not None and path.filled  # found its open batch full
+        if filling:
+            assert path is not None
+            path.filled = False
         task = id(asyncio.current_task())  # (an id: this holds no task alive)
         if task == self._last_filler:
             self._sender.wakeup()
             await asyncio.sleep(0)
             if self._state != _STARTED:
                 self._check_running()
-        self._last_filler = task
+        self._last_filler = task if filling else 0
 
     def _check_send(self) -> None:
         """send()'s full check (raises unless started and in its loop), then what the

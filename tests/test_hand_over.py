@@ -4,11 +4,12 @@
 lets the event loop turn: without a hand-over the sender would send nothing until the
 loop ended or the buffer ran out, and the broker would idle meanwhile. When the fast
 path finds its open batch full for the second time in a row in the same task, that
-``send()`` yields once before it appends (``AIOKafkaProducer._hand_over``). Checked
-against the real broker in both twins of the fast path: the loop's early records are
-acknowledged while it runs; records keep their order; a send cancelled in the yield
-appends nothing; one whose producer stops meanwhile raises; and tasks that each send
-once (``gather``) never yield there (their call order is pinned by
+``send()`` yields once before it appends (``AIOKafkaProducer._hand_over``); so does a
+general-path send (keyless records) after its task's record filled a batch. Checked
+against the real broker, keyed in both twins of the fast path and keyless: the loop's
+early records are acknowledged while it runs; records keep their order; a send
+cancelled in the yield appends nothing; one whose producer stops meanwhile raises; and
+tasks that each send once (``gather``) never yield there (their call order is pinned by
 ``test_send_path.test_records_of_concurrent_sends_keep_the_order_of_the_calls``).
 """
 
@@ -30,19 +31,27 @@ BATCH = 2048
 LOOP = 20_000  # ~2.3 MB: far inside the 32 MiB buffer, so no send waits for memory
 
 
+# keyed records in each twin of the fast path, and keyless ones (the general path)
+CASES = [pytest.param(p.values[0], b"k", id=p.id) for p in TWINS]
+CASES.append(pytest.param(None, None, id="keyless"))
+
+
 def value(i: int) -> bytes:
     return b"%05d" % i + b"v" * 100
 
 
 def use_twin(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> None:
-    """Give the producer's send() a fast path of twin ``cls`` (start() picks the built one)."""
+    """Give the producer's send() a fast path of twin ``cls`` (start() picks the built one;
+    None: keep it, for keyless records, which it leaves to the general path)."""
+    if cls is None:
+        return
     path = path_of(cls, producer)
     producer._send_path, producer._fast_append = path, path.append
 
 
-@pytest.mark.parametrize("cls", TWINS)
+@pytest.mark.parametrize(("cls", "key"), CASES)
 async def test_a_loop_of_awaited_sends_gets_acknowledgements_while_it_runs(
-    cls: Any, bootstrap: str, topic_factory: TopicFactory
+    cls: Any, key: bytes | None, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     topic = topic_factory(1)
     async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
@@ -50,7 +59,7 @@ async def test_a_loop_of_awaited_sends_gets_acknowledgements_while_it_runs(
         await producer.send_and_wait(topic, b"first", b"k")  # metadata known
         futures = []
         for i in range(LOOP):
-            futures.append(await producer.send(topic, value(i), b"k"))
+            futures.append(await producer.send(topic, value(i), key))
             if futures[0].done():
                 break
         # Without the hand-over the loop never lets the sender run: nothing is sent
@@ -64,22 +73,22 @@ async def test_a_loop_of_awaited_sends_gets_acknowledgements_while_it_runs(
 
 
 async def sending_loop(
-    producer: AIOKafkaProducer[Any, Any], topic: str, futures: list[Any]
+    producer: AIOKafkaProducer[Any, Any], topic: str, key: bytes | None, futures: list[Any]
 ) -> None:
     for i in range(LOOP):
-        futures.append(await producer.send(topic, value(i), b"k"))
+        futures.append(await producer.send(topic, value(i), key))
 
 
-@pytest.mark.parametrize("cls", TWINS)
+@pytest.mark.parametrize(("cls", "key"), CASES)
 async def test_a_send_cancelled_while_it_hands_over_appends_nothing(
-    cls: Any, bootstrap: str, topic_factory: TopicFactory
+    cls: Any, key: bytes | None, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     topic = topic_factory(1)
     async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
         use_twin(cls, producer)
         await producer.send_and_wait(topic, b"first", b"k")
         futures: list[Any] = []
-        task = asyncio.create_task(sending_loop(producer, topic, futures))
+        task = asyncio.create_task(sending_loop(producer, topic, key, futures))
         await asyncio.sleep(0)  # the loop runs until its first hand-over yields
         assert not task.done() and 0 < len(futures) < LOOP
         task.cancel()  # ... in that yield: the send in progress raises
@@ -95,16 +104,16 @@ async def test_a_send_cancelled_while_it_hands_over_appends_nothing(
     assert [r.value for r in read] == [b"first", *(value(i) for i in range(n)), b"after"]
 
 
-@pytest.mark.parametrize("cls", TWINS)
+@pytest.mark.parametrize(("cls", "key"), CASES)
 async def test_a_send_whose_producer_stops_while_it_hands_over_raises(
-    cls: Any, bootstrap: str, topic_factory: TopicFactory
+    cls: Any, key: bytes | None, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     topic = topic_factory(1)
     async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
         use_twin(cls, producer)
         await producer.send_and_wait(topic, b"first", b"k")
         futures: list[Any] = []
-        task = asyncio.create_task(sending_loop(producer, topic, futures))
+        task = asyncio.create_task(sending_loop(producer, topic, key, futures))
         await asyncio.sleep(0)  # the loop is in its first hand-over's yield
         n = len(futures)
         await producer.stop()  # begins before the loop resumes, delivers what was sent
@@ -116,9 +125,9 @@ async def test_a_send_whose_producer_stops_while_it_hands_over_raises(
     assert [r.value for r in read] == [b"first", *(value(i) for i in range(n))]
 
 
-@pytest.mark.parametrize("cls", TWINS)
+@pytest.mark.parametrize(("cls", "key"), CASES)
 async def test_tasks_that_each_send_once_never_yield_to_hand_over(
-    cls: Any, bootstrap: str, topic_factory: TopicFactory
+    cls: Any, key: bytes | None, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     """Each task of a gather finds at most one full batch: none of them yields, so every
     send() completes in the task's first step (it would not if a send() had yielded)."""
@@ -126,7 +135,7 @@ async def test_tasks_that_each_send_once_never_yield_to_hand_over(
     async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
         use_twin(cls, producer)
         await producer.send_and_wait(topic, b"first", b"k")
-        tasks = [asyncio.create_task(producer.send(topic, value(i), b"k")) for i in range(2000)]
+        tasks = [asyncio.create_task(producer.send(topic, value(i), key)) for i in range(2000)]
         await asyncio.sleep(0)  # every task has run its first step
         assert all(t.done() for t in tasks)
         futures = [t.result() for t in tasks]

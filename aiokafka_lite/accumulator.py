@@ -98,9 +98,9 @@ class RecordAccumulator(BufferPool):
         # Set by abort_undrained (the producer stopped or failed for good): no
         # sender will take another batch, so nothing may be appended after it.
         self.shut_down: BaseException | None = None
-        # Set by append when a record did not fit its partition's open batch (send()
-        # reads and clears it: see AIOKafkaProducer._hand_over).
-        self.filled = False
+        # Batches append found full (a record did not fit): send() compares it around
+        # its append (see AIOKafkaProducer._hand_over).
+        self.fills = 0
 
     @property
     def queues(self) -> dict[str, dict[int, PartitionQueue]]:
@@ -182,7 +182,8 @@ class RecordAccumulator(BufferPool):
             if not batch.full:
                 added = batch.append(timestamp, key, value, headers, q.batch_limit)
                 if not added:
-                    batch.full = self.filled = True
+                    batch.full = True
+                    self.fills += 1
         if not added:
             batch = self._new_batch(q, timestamp)
             try:

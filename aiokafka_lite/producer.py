@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -64,6 +65,12 @@ _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 # send() compares it with the thread id of the producer's loop on every record:
 # asyncio.get_running_loop() makes a getpid() syscall (to notice forks) on every call.
 _get_ident = threading.get_ident
+
+
+def _task_ref() -> weakref.ref[asyncio.Task[Any]] | None:
+    """A weak reference to the running task (None outside a task)."""
+    task = asyncio.current_task()
+    return None if task is None else weakref.ref(task)
 
 
 def _no_fast_path(topic: Any, key: Any, value: Any) -> None:
@@ -139,7 +146,8 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         self._fast_append: Callable[[Any, Any, Any], asyncio.Future[RecordMetadata] | None]
         self._fast_append = _no_fast_path
         self._send_path: SendPath | None = None
-        self._last_filler = 0  # id() of the task that filled the last full batch
+        # The task that filled the last full batch (weakly: it may end), see _hand_over.
+        self._last_filler: weakref.ref[asyncio.Task[Any]] | None = None
 
     @property
     def config(self) -> ProducerConfig:
@@ -346,8 +354,10 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         """Buffer one record; return the future of its delivery.
 
         Awaits only for unknown topic metadata or a full buffer, each for at
-        most ``max_block_ms``. Errors about this record (too large, bad
-        partition, serializer failure) raise here and affect nothing else.
+        most ``max_block_ms``, and once after the caller's records filled a
+        batch, so that the sender sends it while a loop of sends goes on.
+        Errors about this record (too large, bad partition, serializer failure)
+        raise here and affect nothing else.
         """
         if self._state != _STARTED or self._send_loop._thread_id != _get_ident():
             self._check_send()
@@ -355,7 +365,9 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             fut = self._fast_append(topic, key, value)
             if fut is not None:  # (None: not the plain case, and nothing was done)
                 return fut
-        if self._last_filler or (self._send_path is not None and self._send_path.filled):
+        if self._last_filler is not None or (
+            self._send_path is not None and self._send_path.filled
+        ):
             await self._hand_over()
         if self._wrapped:  # a transaction to check, or interceptors to run
             self._check_transactional_send()
@@ -394,14 +406,14 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             else:
                 partition = self._place(topic, k, parts, size, partition)
             ts = checks.record_timestamp(timestamp_ms, topic)
+            fills = self._acc.fills
             fut = self._acc.append(topic, partition, ts, k, v, headers, size)
             if fut is None:
                 fut = await self._acc.append_wait(
                     topic, partition, ts, k, v, headers, size, self._max_block
                 )
-            if self._acc.filled:  # this record started a batch: the last one is full
-                self._acc.filled = False
-                self._last_filler = id(asyncio.current_task())
+            elif self._acc.fills != fills:  # this record did not fit the open batch
+                self._last_filler = _task_ref()
         except Exception as e:
             if self._interceptors:
                 run_on_acknowledgement(self._interceptors, None, e)
@@ -411,29 +423,32 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         return fut
 
     async def _hand_over(self) -> None:
-        """Before a general-path append: yield if this task filled the last full batch.
+        """Before a general-path append: yield once if this task filled the last batch.
 
         ``await send()`` in a loop never lets the event loop turn (it waits only for
-        metadata or memory): the sender would idle until the buffer ran out. So a task
-        that fills a batch (its record did not fit: the fast path finds that before
-        the append, the general path in it) and then fills the next one, or sends
-        again on the general path, yields here once, the sender woken first: the full
-        batch leaves and the broker works while the caller appends. Tasks that each
-        send once (``gather``) keep the order of their calls. Nothing is appended yet:
-        a send cancelled here appends nothing; a stopped or failed producer raises.
+        metadata or memory): the sender would idle until the buffer ran out. A task
+        fills a batch when its record does not fit the open one (found by the fast
+        path before its append, by the general path in it). When the last filler
+        sends again on the general path, it wakes the sender and yields here once, so
+        that the full batch leaves and the broker works while the caller appends.
+        Other tasks never yield here: tasks that each send once (``gather``) keep the
+        order of their calls. Nothing is appended yet: a send cancelled here appends
+        nothing; a stopped or failed producer raises.
         """
         path = self._send_path
-        filling = path is not None and path.filled  # found its open batch full
-        if filling:
-            assert path is not None
+        filling = False  # this send's record did not fit its open batch (fast path)
+        if path is not None and path.filled:
             path.filled = False
-        task = id(asyncio.current_task())  # (an id: this holds no task alive)
-        if task == self._last_filler:
+            filling = True
+        last = self._last_filler
+        self._last_filler = None
+        if last is not None and last() is asyncio.current_task():
             self._sender.wakeup()
             await asyncio.sleep(0)
             if self._state != _STARTED:
                 self._check_running()
-        self._last_filler = task if filling else 0
+        if filling:
+            self._last_filler = _task_ref()
 
     def _check_send(self) -> None:
         """send()'s full check (raises unless started and in its loop), then what the

@@ -2,20 +2,22 @@
 
 ``send()`` suspends only for metadata or memory, so a loop of ``await send()`` never
 lets the event loop turn: without a hand-over the sender would send nothing until the
-loop ended or the buffer ran out, and the broker would idle meanwhile. When the fast
-path finds its open batch full for the second time in a row in the same task, that
-``send()`` yields once before it appends (``AIOKafkaProducer._hand_over``); so does a
-general-path send (keyless records) after its task's record filled a batch. Checked
-against the real broker, keyed in both twins of the fast path and keyless: the loop's
-early records are acknowledged while it runs; records keep their order; a send
-cancelled in the yield appends nothing; one whose producer stops meanwhile raises; and
-tasks that each send once (``gather``) never yield there (their call order is pinned by
+loop ended or the buffer ran out, and the broker would idle meanwhile. A task fills a
+batch when its record does not fit the open one; when that task sends again on the
+general path, ``send()`` yields once before it appends (``AIOKafkaProducer._hand_over``):
+for keyed records on the fast path that is the task's next fill, for keyless ones its
+next send. Checked against the real broker, keyed in both twins of the fast path and
+keyless: the loop's early records are acknowledged while it runs; records keep their
+order; a send cancelled in the yield appends nothing; one whose producer stops
+meanwhile raises; and tasks that each send once (``gather``, request handlers in rounds)
+never yield there (the call order of a gather is also pinned by
 ``test_send_path.test_records_of_concurrent_sends_keep_the_order_of_the_calls``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import pytest
@@ -140,3 +142,33 @@ async def test_tasks_that_each_send_once_never_yield_to_hand_over(
         assert all(t.done() for t in tasks)
         futures = [t.result() for t in tasks]
         assert [md.offset for md in await asyncio.gather(*futures)] == list(range(1, 2001))
+
+
+@pytest.mark.parametrize(("cls", "key"), CASES)
+async def test_one_shot_tasks_in_rounds_keep_the_order_of_their_calls(
+    cls: Any, key: bytes | None, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """A server's request handlers: rounds of 1-3 tasks that each send one record. A new
+    task often reuses the memory (and id()) of a finished one that filled the last batch;
+    it must not be taken for that task and yield, or later tasks would append first."""
+    rnd = random.Random(5)
+    topic = topic_factory(1)
+    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
+        use_twin(cls, producer)
+        await producer.send_and_wait(topic, b"first", b"k")
+        futures: list[Any] = []
+
+        async def one(i: int) -> None:
+            futures.append(await producer.send(topic, value(i), key))
+
+        sent = 0
+        for _ in range(1500):  # ~3,000 records: ~170 full batches
+            tasks = [asyncio.create_task(one(sent + j)) for j in range(rnd.randint(1, 3))]
+            sent += len(tasks)
+            await asyncio.sleep(0)  # each task runs its one send() to the end
+            assert all(t.done() for t in tasks), "a one-shot send() yielded"
+            del tasks  # (finished: their memory may be reused by the next round's)
+        offsets = [md.offset for md in await asyncio.gather(*futures)]
+        assert offsets == list(range(1, 1 + sent))
+    read = read_all_confluent(bootstrap, topic, 1 + sent)
+    assert [r.value for r in read] == [b"first", *(value(i) for i in range(sent))]

@@ -74,11 +74,21 @@ async def test_a_loop_of_awaited_sends_gets_acknowledgements_while_it_runs(
     assert [r.value for r in read] == [b"first", *(value(i) for i in range(len(futures)))]
 
 
-async def sending_loop(
-    producer: AIOKafkaProducer[Any, Any], topic: str, key: bytes | None, futures: list[Any]
-) -> None:
-    for i in range(LOOP):
-        futures.append(await producer.send(topic, value(i), key))
+async def loop_in_its_first_hand_over(
+    producer: AIOKafkaProducer[Any, Any], topic: str, key: bytes | None
+) -> tuple[asyncio.Task[None], list[Any]]:
+    """A task awaiting send() in a loop, started and now in its first hand-over's yield;
+    and the futures its sends have returned so far."""
+    futures: list[Any] = []
+
+    async def sending() -> None:
+        for i in range(LOOP):
+            futures.append(await producer.send(topic, value(i), key))
+
+    task = asyncio.create_task(sending())
+    await asyncio.sleep(0)  # the loop runs until its first hand-over yields
+    assert not task.done() and 0 < len(futures) < LOOP
+    return task, futures
 
 
 @pytest.mark.parametrize(("cls", "key"), CASES)
@@ -89,10 +99,7 @@ async def test_a_send_cancelled_while_it_hands_over_appends_nothing(
     async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
         use_twin(cls, producer)
         await producer.send_and_wait(topic, b"first", b"k")
-        futures: list[Any] = []
-        task = asyncio.create_task(sending_loop(producer, topic, key, futures))
-        await asyncio.sleep(0)  # the loop runs until its first hand-over yields
-        assert not task.done() and 0 < len(futures) < LOOP
+        task, futures = await loop_in_its_first_hand_over(producer, topic, key)
         task.cancel()  # ... in that yield: the send in progress raises
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -114,9 +121,7 @@ async def test_a_send_whose_producer_stops_while_it_hands_over_raises(
     async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
         use_twin(cls, producer)
         await producer.send_and_wait(topic, b"first", b"k")
-        futures: list[Any] = []
-        task = asyncio.create_task(sending_loop(producer, topic, key, futures))
-        await asyncio.sleep(0)  # the loop is in its first hand-over's yield
+        task, futures = await loop_in_its_first_hand_over(producer, topic, key)
         n = len(futures)
         await producer.stop()  # begins before the loop resumes, delivers what was sent
         with pytest.raises(ProducerClosedError):

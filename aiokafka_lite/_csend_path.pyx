@@ -56,7 +56,6 @@ cdef class SendPath:
     cdef Py_ssize_t _overhead
     cdef Py_ssize_t _record_memory
     cdef Py_ssize_t _bound
-    cdef public bint filled  # found its open batch full (send() may yield, see there)
 
     def __init__(
         self,
@@ -100,7 +99,8 @@ cdef class SendPath:
         return h
 
     def append(self, topic, key, value):
-        """Append the record and return its future, or None if it is not the plain case."""
+        """The record appended: its future; False if it did not fit the open batch (now
+        marked full); None if it is not the plain case (see send_path.SendPath.append)."""
         cdef Py_ssize_t size, n, added, nparts
         cdef PyObject* found
         cdef int64_t timestamp
@@ -150,8 +150,7 @@ cdef class SendPath:
         added = batch._append(timestamp, key, value, None, q.batch_limit)
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next
-            self.filled = True
-            return None
+            return False  # (the task filled a batch: see aiokafka_lite.hand_over)
         added += self._record_memory
         batch.memory += added
         self._pool.used += added

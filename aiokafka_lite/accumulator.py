@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -38,6 +39,7 @@ from .buffer_pool import (
 from .bulk_delivery import BulkDelivery
 from .compression import Compressor
 from .errors import KafkaError
+from .hand_over import current_task_ref
 from .producer_batch import PartitionQueue, ProducerBatch
 from .records import Header, RecordBatchBuilder, record_size
 from .structs import RecordMetadata, TopicPartition
@@ -98,9 +100,9 @@ class RecordAccumulator(BufferPool):
         # Set by abort_undrained (the producer stopped or failed for good): no
         # sender will take another batch, so nothing may be appended after it.
         self.shut_down: BaseException | None = None
-        # Batches append found full (a record did not fit): send() compares it around
-        # its append (see AIOKafkaProducer._hand_over).
-        self.fills = 0
+        # The task whose record did not fit the last batch it found open (weakly: it
+        # may end). send() reads it to hand over (see hand_over).
+        self.filler: weakref.ref[asyncio.Task[Any]] | None = None
 
     @property
     def queues(self) -> dict[str, dict[int, PartitionQueue]]:
@@ -183,7 +185,7 @@ class RecordAccumulator(BufferPool):
                 added = batch.append(timestamp, key, value, headers, q.batch_limit)
                 if not added:
                     batch.full = True
-                    self.fills += 1
+                    self.filler = current_task_ref()
         if not added:
             batch = self._new_batch(q, timestamp)
             try:

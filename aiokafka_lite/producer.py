@@ -15,10 +15,9 @@ import logging
 import threading
 import time
 import warnings
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from . import bulk_send, checks, compat, loop_check
 from .accumulator import SEND_BOUND, SEND_RECORD_MEMORY, RecordAccumulator
@@ -33,6 +32,7 @@ from .errors import (
     ProducerClosedError,
     ProducerNotStartedError,
 )
+from .hand_over import hand_over
 from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from .metadata import Metadata, wait_on_metadata
 from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
@@ -65,12 +65,6 @@ _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 # send() compares it with the thread id of the producer's loop on every record:
 # asyncio.get_running_loop() makes a getpid() syscall (to notice forks) on every call.
 _get_ident = threading.get_ident
-
-
-def _task_ref() -> weakref.ref[asyncio.Task[Any]] | None:
-    """A weak reference to the running task (None outside a task)."""
-    task = asyncio.current_task()
-    return None if task is None else weakref.ref(task)
 
 
 def _no_fast_path(topic: Any, key: Any, value: Any) -> None:
@@ -143,11 +137,10 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         self._sender: Sender
         # send()'s fast path (see send_path), for producers whose records take no
         # serializer, partitioner, interceptor or transaction check: set at start().
-        self._fast_append: Callable[[Any, Any, Any], asyncio.Future[RecordMetadata] | None]
+        self._fast_append: Callable[
+            [Any, Any, Any], asyncio.Future[RecordMetadata] | Literal[False] | None
+        ]
         self._fast_append = _no_fast_path
-        self._send_path: SendPath | None = None
-        # The task that filled the last full batch (weakly: it may end), see _hand_over.
-        self._last_filler: weakref.ref[asyncio.Task[Any]] | None = None
 
     @property
     def config(self) -> ProducerConfig:
@@ -200,7 +193,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             self._placement.metadata = runtime.metadata
             self._acc, self._sender = runtime.acc, runtime.sender
             if not (self._wrapped or self._serializing or self._partitioner is not None):
-                path = self._send_path = SendPath(
+                path = SendPath(
                     runtime.metadata,
                     self._hashes,
                     runtime.acc.budget,
@@ -362,13 +355,15 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         if self._state != _STARTED or self._send_loop._thread_id != _get_ident():
             self._check_send()
         if partition is None and timestamp_ms is None and headers is None:
-            fut = self._fast_append(topic, key, value)
-            if fut is not None:  # (None: not the plain case, and nothing was done)
-                return fut
-        if self._last_filler is not None or (
-            self._send_path is not None and self._send_path.filled
-        ):
-            await self._hand_over()
+            found = self._fast_append(topic, key, value)
+            if found:  # (None: not the plain case; False: a full batch. Nothing was done)
+                return found
+        else:
+            found = None
+        if found is False or self._acc.filler is not None:
+            await hand_over(self._acc, found is False, self._sender.wakeup)
+            if self._state != _STARTED:  # stopped or failed in its yield
+                self._check_running()
         if self._wrapped:  # a transaction to check, or interceptors to run
             self._check_transactional_send()
             if self._interceptors:
@@ -377,7 +372,10 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
                     ProducerRecord(topic, value, key, partition, timestamp_ms, headers),
                 )
         try:
-            parts = self._known_partitions(topic)
+            try:  # (_known_partitions, inline: this is every general-path send)
+                parts = self._metadata.partitions_by_topic.get(topic)
+            except TypeError:  # unhashable: _wait_on_metadata's check names the problem
+                parts = None
             if parts is None:
                 parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
             # Untyped locals from here: serializers turn K and V into bytes.
@@ -405,15 +403,15 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
                 partition = (self._hashes.hash(k) if h is None else h) % len(parts)
             else:
                 partition = self._place(topic, k, parts, size, partition)
-            ts = checks.record_timestamp(timestamp_ms, topic)
-            fills = self._acc.fills
+            if timestamp_ms is None:  # (the common case, inline)
+                ts = int(time.time() * 1000)
+            else:
+                ts = checks.record_timestamp(timestamp_ms, topic)
             fut = self._acc.append(topic, partition, ts, k, v, headers, size)
             if fut is None:
                 fut = await self._acc.append_wait(
                     topic, partition, ts, k, v, headers, size, self._max_block
                 )
-            elif self._acc.fills != fills:  # this record did not fit the open batch
-                self._last_filler = _task_ref()
         except Exception as e:
             if self._interceptors:
                 run_on_acknowledgement(self._interceptors, None, e)
@@ -421,34 +419,6 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         if self._interceptors:
             fut.add_done_callback(self._acknowledge)
         return fut
-
-    async def _hand_over(self) -> None:
-        """Before a general-path append: yield once if this task filled the last batch.
-
-        ``await send()`` in a loop never lets the event loop turn (it waits only for
-        metadata or memory): the sender would idle until the buffer ran out. A task
-        fills a batch when its record does not fit the open one (found by the fast
-        path before its append, by the general path in it). When the last filler
-        sends again on the general path, it wakes the sender and yields here once, so
-        that the full batch leaves and the broker works while the caller appends.
-        Other tasks never yield here: tasks that each send once (``gather``) keep the
-        order of their calls. Nothing is appended yet: a send cancelled here appends
-        nothing; a stopped or failed producer raises.
-        """
-        path = self._send_path
-        filling = False  # this send's record did not fit its open batch (fast path)
-        if path is not None and path.filled:
-            path.filled = False
-            filling = True
-        last = self._last_filler
-        self._last_filler = None
-        if last is not None and last() is asyncio.current_task():
-            self._sender.wakeup()
-            await asyncio.sleep(0)
-            if self._state != _STARTED:
-                self._check_running()
-        if filling:
-            self._last_filler = _task_ref()
 
     def _check_send(self) -> None:
         """send()'s full check (raises unless started and in its loop), then what the
@@ -481,7 +451,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             and self._send_loop._thread_id == _get_ident()
         ):  # send()'s own first steps, without a second coroutine per record
             fast = self._fast_append(topic, key, value)
-            if fast is not None:
+            if fast:  # (a full batch: send() below starts the next one)
                 return await fast
         fut = await self.send(topic, value, key, partition, timestamp_ms, headers)
         return await fut

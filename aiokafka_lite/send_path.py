@@ -5,9 +5,11 @@ headers, no explicit partition or timestamp, a topic whose partitions are known,
 the budget and in the partition's open batch. :meth:`SendPath.append` does exactly that
 case, start to end (size, murmur2 placement, timestamp, encode, memory, future), and
 returns None for anything else, having changed nothing the general path would see
-differently (it may have remembered the key's hash, and marked an open batch it found
-full as full, as the general path would): ``send()`` then takes its general path, which
-checks each argument, waits for metadata or memory and starts new batches.
+differently (it may have remembered the key's hash). When the record does not fit the
+open batch it marks the batch full, as the general path would, and returns False: the
+task filled a batch (see :mod:`aiokafka_lite.hand_over`). ``send()`` then takes its
+general path, which checks each argument, waits for metadata or memory and starts new
+batches.
 
 It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
 hash in front. :class:`BatchCore` is the part of a
@@ -26,7 +28,7 @@ import asyncio
 import collections
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from . import speedups
 from .delivery import RecordFutures
@@ -92,7 +94,6 @@ class SendPath:
         "_queues",
         "_record_memory",
         "_waiters",
-        "filled",
     )
 
     def __init__(
@@ -119,10 +120,12 @@ class SendPath:
         self._overhead = record_overhead  # the most a record adds besides key and value
         self._record_memory = record_memory  # buffer_memory a record holds besides its bytes
         self._bound = send_bound  # ... and what it may take, should it start a batch
-        self.filled = False  # found its open batch full (send() may yield, see there)
 
-    def append(self, topic: Any, key: Any, value: Any) -> asyncio.Future[RecordMetadata] | None:
-        """Append the record and return its future, or None if it is not the plain case."""
+    def append(
+        self, topic: Any, key: Any, value: Any
+    ) -> asyncio.Future[RecordMetadata] | Literal[False] | None:
+        """Append the record and return its future; False if it did not fit the open
+        batch (now marked full); None if it is not the plain case."""
         try:
             parts = self._metadata.partitions_by_topic.get(topic)
         except TypeError:  # unhashable: the general path names the problem
@@ -157,8 +160,7 @@ class SendPath:
         added = batch.append(timestamp, key, value, None, q.batch_limit)
         if not added:
             batch.full = True  # as append would mark it; the general path starts the next
-            self.filled = True
-            return None
+            return False
         added += self._record_memory
         batch.memory += added
         pool.used += added

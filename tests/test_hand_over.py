@@ -4,7 +4,7 @@
 lets the event loop turn: without a hand-over the sender would send nothing until the
 loop ended or the buffer ran out, and the broker would idle meanwhile. A task fills a
 batch when its record does not fit the open one; when that task sends again on the
-general path, ``send()`` yields once before it appends (``AIOKafkaProducer._hand_over``):
+general path, ``send()`` yields once before it appends (``aiokafka_lite.hand_over``):
 for keyed records on the fast path that is the task's next fill, for keyless ones its
 next send. Checked against the real broker, keyed in both twins of the fast path and
 keyless: the loop's early records are acknowledged while it runs; records keep their
@@ -48,7 +48,7 @@ def use_twin(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> None:
     if cls is None:
         return
     path = path_of(cls, producer)
-    producer._send_path, producer._fast_append = path, path.append
+    producer._fast_append = path.append
 
 
 @pytest.mark.parametrize(("cls", "key"), CASES)

@@ -26,6 +26,7 @@ from conftest import TopicFactory
 from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, send_path, speedups
+from aiokafka_lite import producer as producer_module
 from aiokafka_lite.accumulator import SEND_BOUND, SEND_RECORD_MEMORY
 from aiokafka_lite.interceptors import ProducerRecord
 from aiokafka_lite.partitioner import py_default_partition
@@ -86,7 +87,7 @@ def counting(producer: AIOKafkaProducer[Any, Any]) -> Callable[[], int]:
     def fast(topic: Any, key: Any, value: Any) -> Any:
         nonlocal taken
         fut = inner(topic, key, value)
-        taken += fut is not None
+        taken += bool(fut)  # (None: not the plain case; False: a full batch)
         return fut
 
     producer._fast_append = fast
@@ -163,6 +164,15 @@ async def test_what_is_not_plain_comes_back_none_with_nothing_changed(
         fut = path.append(topic, b"k", b"v")
         assert fut is not None and not fut.done()
         assert producer._acc.used == before[0] + len(batch.buf) - size + SEND_RECORD_MEMORY
+        # A record that does not fit the open batch: False (the task filled a batch, see
+        # test_hand_over), the batch marked full as the general path would, nothing else.
+        assert path.append(topic, b"k", b"x" * 9000)  # (16 KiB batches)
+        assert not batch.full
+        room = state(producer)
+        assert path.append(topic, b"k", b"x" * 9000) is False
+        assert batch.full
+        batch.full = False
+        assert state(producer) == room
         await producer.flush()
         assert (await fut).offset == (await first).offset + 1
 
@@ -180,7 +190,7 @@ async def test_a_record_over_the_budget_or_behind_waiters_is_left_to_the_general
         path = path_of(cls, producer)
         await producer.send(topic, b"v", b"k")
         futures = []
-        while (fut := path.append(topic, b"k", b"v" * 1000)) is not None:
+        while fut := path.append(topic, b"k", b"v" * 1000):
             futures.append(fut)
         acc = producer._acc
         assert acc.used + SEND_BOUND + MAX_RECORD_OVERHEAD + 1001 > acc.limit  # spent
@@ -321,7 +331,7 @@ async def test_producers_with_more_to_do_per_record_have_no_fast_path(
         assert plain._fast_append is not _no_fast_path
 
 
-async def _no_hand_over() -> None:
+async def _no_hand_over(fills: Any, filling: bool, wake: Any) -> None:
     """A hand-over that never yields: nothing is sent while a test compares buffers."""
 
 
@@ -340,10 +350,9 @@ async def test_the_budget_and_batches_are_what_the_general_path_leaves(
         started(bootstrap, batch_size=3000) as general,
     ):
         general._fast_append = _no_fast_path
-        for producer in (fast, general):
-            # No hand-over (see test_hand_over) on either path: it would let one
-            # producer's sender take batches at moments the other's cannot match.
-            monkeypatch.setattr(producer, "_hand_over", _no_hand_over)
+        # No hand-over (see test_hand_over) on either path: it would let one
+        # producer's sender take batches at moments the other's cannot match.
+        monkeypatch.setattr(producer_module, "hand_over", _no_hand_over)
         taken = counting(fast)
         await fast.send(fast_topic, b"x", b"x")
         await general.send(general_topic, b"x", b"x")

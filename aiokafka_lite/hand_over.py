@@ -1,0 +1,52 @@
+"""send()'s hand-over: a task that keeps filling batches lets the sender take them.
+
+``await send()`` in a loop never lets the event loop turn (it waits only for metadata
+or memory): the sender would idle until the buffer ran out, and the broker with it. A
+task *fills* a batch when its record does not fit the open one. The fast path finds
+that before its append (``SendPath.append`` returns False, and the general path then
+starts the next batch); the accumulator finds it in its append and remembers the task
+(``RecordAccumulator.filler``). When the last filler sends again on the general path
+(for keyed records its next fill, for keyless ones its next send), it wakes the sender
+and yields once, so that the full batch leaves and the broker works while the caller
+goes on appending, as beside Java's sender thread.
+
+Only the filler yields: tasks that each send once (``gather``, request handlers) never
+do, so their records keep the order of their calls. A fast-path fill is remembered only
+after the hand-over, for the same reason: the filler yields at its next fill, not at
+this one. The filler is held by a weak reference, not by ``id()``, which a new task may
+reuse. The yield comes before the append: a send cancelled there appends nothing, and
+the caller re-checks the producer's state after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable
+from typing import Any, Protocol
+
+
+class Fills(Protocol):
+    """Where the last filler is kept (a RecordAccumulator)."""
+
+    filler: weakref.ref[asyncio.Task[Any]] | None
+
+
+def current_task_ref() -> weakref.ref[asyncio.Task[Any]] | None:
+    """A weak reference to the running task (None outside a task)."""
+    task = asyncio.current_task()
+    return None if task is None else weakref.ref(task)
+
+
+async def hand_over(fills: Fills, filling: bool, wake: Callable[[], None]) -> None:
+    """Before a general-path append: yield once if this task filled the last batch.
+
+    ``filling``: this send's record did not fit its open batch (found by the fast path).
+    Called when that is so or a filler is remembered; then it is forgotten.
+    """
+    last, fills.filler = fills.filler, None
+    if last is not None and last() is asyncio.current_task():
+        wake()
+        await asyncio.sleep(0)
+    if filling:
+        fills.filler = current_task_ref()

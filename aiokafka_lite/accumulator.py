@@ -548,9 +548,11 @@ class RecordAccumulator(BufferPool):
         if pending:
             await asyncio.wait(pending)
 
-    def abort_undrained(self, exc: KafkaError) -> list[ProducerBatch]:
-        """Fail every batch not yet handed to the sender, and refuse appends from now on."""
-        self.shut_down = exc
+    def abort_undrained(self, exc: KafkaError, *, for_good: bool = True) -> list[ProducerBatch]:
+        """Fail every batch not yet handed to the sender; ``for_good``: and refuse appends
+        from now on (not after a refused login, whose next records try again)."""
+        if for_good:
+            self.shut_down = exc
         aborted = []
         for q in list(self._nonempty):
             while q.batches:

@@ -341,11 +341,12 @@ class BatchOutcomes:
         self._failed_for_good(batch, error)
         self._acc.deallocate(batch)
 
-    def abort_undrained(self, error: KafkaError) -> None:
+    def abort_undrained(self, error: KafkaError, *, for_good: bool = True) -> None:
         """Fail the records waiting for memory and every batch still in a queue, counted
-        as failed (a fatal error, or credentials the broker refused)."""
+        as failed: a fatal error (``for_good``: no append is taken after it), or
+        credentials the broker refused (the next records try again)."""
         self._acc.fail_waiters(error)
-        for batch in self._acc.abort_undrained(error):
+        for batch in self._acc.abort_undrained(error, for_good=for_good):
             self.records_failed += batch.count
             self._metrics.failed(batch.count, time.monotonic())
 

@@ -6,9 +6,9 @@ task *fills* a batch when its record does not fit the open one. The fast path fi
 that before its append (``SendPath.append`` returns False, and the general path then
 starts the next batch); the accumulator finds it in its append and remembers the task
 (``RecordAccumulator.filler``). When the last filler sends again on the general path
-(for keyed records its next fill, for keyless ones its next send), it wakes the sender
-and yields once, so that the full batch leaves and the broker works while the caller
-goes on appending, as beside Java's sender thread.
+(its next fill, for plain keyed records, which the fast path takes; its next send, for
+any other record), it wakes the sender and yields once, so that the full batch leaves
+and the broker works while the caller goes on appending, as beside Java's sender thread.
 
 Only the filler yields: tasks that each send once (``gather``, request handlers) never
 do, so their records keep the order of their calls. A fast-path fill is remembered only
@@ -45,7 +45,8 @@ async def hand_over(fills: Fills, filling: bool, wake: Callable[[], None]) -> No
     Called when that is so or a filler is remembered; then it is forgotten.
     """
     last, fills.filler = fills.filler, None
-    if last is not None and last() is asyncio.current_task():
+    task = asyncio.current_task()  # (None: send() driven outside a task, never a filler)
+    if last is not None and task is not None and last() is task:
         wake()
         await asyncio.sleep(0)
     if filling:

@@ -453,7 +453,7 @@ class Sender:
         """
         error, self._client.auth_error = self._client.auth_error, None
         assert error is not None
-        self._out.abort_undrained(error)
+        self._out.abort_undrained(error, for_good=False)
 
     # -- expiry --------------------------------------------------------------------------
 

@@ -5,12 +5,12 @@ lets the event loop turn: without a hand-over the sender would send nothing unti
 loop ended or the buffer ran out, and the broker would idle meanwhile. A task fills a
 batch when its record does not fit the open one; when that task sends again on the
 general path, ``send()`` yields once before it appends (``aiokafka_lite.hand_over``):
-for keyed records on the fast path that is the task's next fill, for keyless ones its
-next send. Checked against the real broker, keyed in both twins of the fast path and
-keyless: the loop's early records are acknowledged while it runs; records keep their
-order; a send cancelled in the yield appends nothing; one whose producer stops
-meanwhile raises; and tasks that each send once (``gather``, request handlers in rounds)
-never yield there (the call order of a gather is also pinned by
+for plain keyed records, which the fast path takes, that is the task's next fill, for
+any other record its next send. Checked against the real broker, keyed in both twins
+of the fast path and keyless: the loop's early records are acknowledged while it runs;
+records keep their order; a send cancelled in the yield appends nothing; one whose
+producer stops meanwhile raises; and tasks that each send once (``gather``, request
+handlers in rounds) never yield there (the call order of a gather is also pinned by
 ``test_send_path.test_records_of_concurrent_sends_keep_the_order_of_the_calls``).
 """
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import weakref
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,6 +29,7 @@ from test_send_path import TWINS, path_of, started
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import ProducerClosedError
+from aiokafka_lite.hand_over import hand_over
 
 # 2 KiB batches hold ~17 of these records: a batch fills every ~17 sends.
 BATCH = 2048
@@ -177,3 +180,34 @@ async def test_one_shot_tasks_in_rounds_keep_the_order_of_their_calls(
         assert offsets == list(range(1, 1 + sent))
     read = read_all_confluent(bootstrap, topic, 1 + sent)
     assert [r.value for r in read] == [b"first", *(value(i) for i in range(sent))]
+
+
+async def test_a_send_outside_any_task_never_yields_for_a_filler_that_ended() -> None:
+    """The remembered filler is compared with the running task. A filler that has ended
+    (its weak reference gives None) must not match a ``send()`` stepped outside any task
+    (``current_task()`` None too, as for a coroutine driven by a loop callback): that
+    send goes straight on. (hand_over() is stepped by hand here: no broker is needed.)"""
+
+    class Ended:  # (stands for a task that ended: what hand_over reads is the reference)
+        pass
+
+    ended = Ended()
+    fills = SimpleNamespace(filler=weakref.ref(ended))
+    del ended
+    assert fills.filler() is None
+    woken: list[int] = []
+    stepped: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def step() -> None:
+        coro = hand_over(fills, False, lambda: woken.append(1))
+        try:
+            coro.send(None)
+        except StopIteration:
+            stepped.set_result("went on")
+        else:
+            coro.close()
+            stepped.set_result("yielded")
+
+    asyncio.get_running_loop().call_soon(step)
+    assert await stepped == "went on"
+    assert woken == [] and fills.filler is None

@@ -56,6 +56,9 @@ cdef class SendPath:
     cdef Py_ssize_t _overhead
     cdef Py_ssize_t _record_memory
     cdef Py_ssize_t _bound
+    cdef dict _sticky  # keyless records: the placement's sticky partition per topic
+    cdef dict _sticky_bytes  # ... the bytes sent to it
+    cdef Py_ssize_t _sticky_limit  # ... and how many move the topic on
 
     def __init__(
         self,
@@ -69,6 +72,9 @@ cdef class SendPath:
         Py_ssize_t record_overhead,
         Py_ssize_t record_memory,
         Py_ssize_t send_bound,
+        dict sticky,
+        dict sticky_bytes,
+        Py_ssize_t sticky_limit,
     ):
         self._metadata = metadata
         self._cache = hashes.table
@@ -81,6 +87,9 @@ cdef class SendPath:
         self._overhead = record_overhead
         self._record_memory = record_memory
         self._bound = send_bound
+        self._sticky = sticky
+        self._sticky_bytes = sticky_bytes
+        self._sticky_limit = sticky_limit
 
     cdef long _hash(self, bytes key):
         """``to_positive(murmur2(key))``: computed for a short key (as cheap as looking it
@@ -101,13 +110,14 @@ cdef class SendPath:
     def append(self, topic, key, value):
         """The record appended: its future; False if it did not fit the open batch (now
         marked full); None if it is not the plain case (see send_path.SendPath.append)."""
-        cdef Py_ssize_t size, n, added, nparts
+        cdef Py_ssize_t size, n, added, nparts, partition
+        cdef Py_ssize_t produced = 0
         cdef PyObject* found
         cdef int64_t timestamp
         cdef double ms
-        cdef long h
         cdef BatchCore batch
-        if type(key) is not bytes:
+        cdef bint keyless = key is None
+        if not keyless and type(key) is not bytes:
             return None
         # Held in a local: the topic's __eq__ may run Python code that replaces the
         # metadata's dict, and ``found`` is a borrowed reference into it.
@@ -118,7 +128,11 @@ cdef class SendPath:
         nparts = len(<object>found)
         if nparts == 0:
             return None
-        if type(value) is bytes:
+        if keyless:
+            if type(value) is not bytes:
+                return None
+            size = self._overhead + len(<bytes>value)
+        elif type(value) is bytes:
             size = self._overhead + len(<bytes>key) + len(<bytes>value)
         elif value is None:
             size = self._overhead + len(<bytes>key)
@@ -128,11 +142,23 @@ cdef class SendPath:
             return None
         if size + self._bound > self._limit - self._pool.used:  # (so that nothing overflows)
             return None
-        h = self._hash(<bytes>key)
+        if keyless:  # as RecordPlacement's sticky choice, while the topic stays put
+            found = PyDict_GetItem(self._sticky, topic)
+            if found == NULL:
+                return None
+            partition = <object>found
+            if partition >= nparts:
+                return None
+            found = PyDict_GetItem(self._sticky_bytes, topic)
+            produced = size + (0 if found == NULL else <Py_ssize_t><object>found)
+            if produced >= self._sticky_limit:
+                return None
+        else:
+            partition = self._hash(<bytes>key) % nparts
         found = PyDict_GetItem(self._queues, topic)
         if found == NULL:
             return None
-        found = PyDict_GetItem(<dict>found, h % nparts)
+        found = PyDict_GetItem(<dict>found, partition)
         if found == NULL:
             return None
         q = <object>found
@@ -151,6 +177,8 @@ cdef class SendPath:
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next
             return False  # (the task filled a batch: see aiokafka_lite.hand_over)
+        if keyless:
+            PyDict_SetItem(self._sticky_bytes, topic, produced)
         added += self._record_memory
         batch.memory += added
         self._pool.used += added

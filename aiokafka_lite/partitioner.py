@@ -211,6 +211,12 @@ class StickyPartitioner:
         self._rng = rng if rng is not None else random.Random()
         self._current: dict[str, int] = {}
 
+    @property
+    def current(self) -> dict[str, int]:
+        """Each topic's sticky partition (the dict itself, never replaced: send()'s fast
+        path reads it)."""
+        return self._current
+
     def partition(self, topic: str, available: Sequence[int], num_partitions: int) -> int:
         """The topic's current sticky partition, choosing one on first use."""
         part = self._current.get(topic)

@@ -111,6 +111,12 @@ class RecordPlacement:
         available = self.metadata.cluster.available_partitions_by_topic.get(topic)
         return random.choice(available) if available else random.randrange(len(parts))
 
+    def sticky_tables(self) -> tuple[dict[str, int], dict[str, int], int]:
+        """What send()'s fast path reads to place a keyless record as
+        :meth:`_sticky_partition` does (the dicts themselves, never replaced): each
+        topic's sticky partition, the bytes sent to it, and the bytes that move it on."""
+        return self._sticky.current, self._sticky_bytes, self._batch_size
+
     def _sticky_partition(self, topic: str, n: int, size: int) -> int:
         # KIP-794: keyless records stick to one partition until about a batch
         # worth of bytes went to it, then move on; batches fill up instead of

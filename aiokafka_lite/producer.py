@@ -204,6 +204,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
                     MAX_RECORD_OVERHEAD,
                     SEND_RECORD_MEMORY,
                     SEND_BOUND,
+                    *self._placement.sticky_tables(),
                 )
                 self._fast_append = path.append
             await runtime.open()

@@ -1,15 +1,17 @@
-"""``send()``'s fast path: a plain keyed record appended to its partition's open batch.
+"""``send()``'s fast path: a plain record appended to its partition's open batch.
 
-Most records a producer sends are the same case: a bytes key, a bytes value (or None), no
-headers, no explicit partition or timestamp, a topic whose partitions are known, room in
-the budget and in the partition's open batch. :meth:`SendPath.append` does exactly that
-case, start to end (size, murmur2 placement, timestamp, encode, memory, future), and
-returns None for anything else, having changed nothing the general path would see
-differently (it may have remembered the key's hash). When the record does not fit the
-open batch it marks the batch full, as the general path would, and returns False: the
-task filled a batch (see :mod:`aiokafka_lite.hand_over`). ``send()`` then takes its
-general path, which checks each argument, waits for metadata or memory and starts new
-batches.
+Most records a producer sends are the same case: a bytes key and a bytes value (or None),
+or no key and a bytes value; no headers, no explicit partition or timestamp, a topic
+whose partitions are known, room in the budget and in the partition's open batch. A
+keyless record goes to the topic's sticky partition, as the general path would place it,
+unless it is the record after which the topic moves on (the general path moves it).
+:meth:`SendPath.append` does exactly that case, start to end (size, murmur2 or sticky
+placement, timestamp, encode, memory, future), and returns None for anything else,
+having changed nothing the general path would see differently (it may have remembered
+the key's hash). When the record does not fit the open batch it marks the batch full,
+as the general path would, and returns False: the task filled a batch (see
+:mod:`aiokafka_lite.hand_over`). ``send()`` then takes its general path, which checks
+each argument, waits for metadata or memory and starts new batches.
 
 It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
 hash in front. :class:`BatchCore` is the part of a
@@ -93,6 +95,9 @@ class SendPath:
         "_pool",
         "_queues",
         "_record_memory",
+        "_sticky",
+        "_sticky_bytes",
+        "_sticky_limit",
         "_waiters",
     )
 
@@ -108,6 +113,9 @@ class SendPath:
         record_overhead: int,
         record_memory: int,
         send_bound: int,
+        sticky: dict[str, int],
+        sticky_bytes: dict[str, int],
+        sticky_limit: int,
     ) -> None:
         self._metadata = metadata
         self._peek = hashes.peek
@@ -120,6 +128,11 @@ class SendPath:
         self._overhead = record_overhead  # the most a record adds besides key and value
         self._record_memory = record_memory  # buffer_memory a record holds besides its bytes
         self._bound = send_bound  # ... and what it may take, should it start a batch
+        # Keyless records: the placement's sticky partition per topic, the bytes sent to
+        # it, and how many move the topic on (which the general path does).
+        self._sticky = sticky
+        self._sticky_bytes = sticky_bytes
+        self._sticky_limit = sticky_limit
 
     def append(
         self, topic: Any, key: Any, value: Any
@@ -130,9 +143,15 @@ class SendPath:
             parts = self._metadata.partitions_by_topic.get(topic)
         except TypeError:  # unhashable: the general path names the problem
             return None
-        if parts is None or type(key) is not bytes:
+        if parts is None:
             return None
-        if type(value) is bytes:
+        if key is None:
+            if type(value) is not bytes:
+                return None
+            size = self._overhead + len(value)
+        elif type(key) is not bytes:
+            return None
+        elif type(value) is bytes:
             size = self._overhead + len(key) + len(value)
         elif value is None:
             size = self._overhead + len(key)
@@ -141,13 +160,23 @@ class SendPath:
         pool = self._pool
         if size > self._max_size or self._waiters or pool.used + size + self._bound > self._limit:
             return None
-        h = self._peek(key)
-        if h is None:
-            h = self._hash(key)
+        produced = 0
+        if key is None:  # as RecordPlacement's sticky choice, while the topic stays put
+            partition = self._sticky.get(topic)
+            if partition is None or partition >= len(parts):
+                return None
+            produced = self._sticky_bytes.get(topic, 0) + size
+            if produced >= self._sticky_limit:
+                return None
+        else:
+            h = self._peek(key)
+            if h is None:
+                h = self._hash(key)
+            partition = h % len(parts)
         parts_of_topic = self._queues.get(topic)
         if parts_of_topic is None:
             return None
-        q = parts_of_topic.get(h % len(parts))
+        q = parts_of_topic.get(partition)
         if q is None or not q.batches:
             return None
         batch: BatchCore = q.batches[-1]
@@ -161,6 +190,8 @@ class SendPath:
         if not added:
             batch.full = True  # as append would mark it; the general path starts the next
             return False
+        if key is None:
+            self._sticky_bytes[topic] = produced
         added += self._record_memory
         batch.memory += added
         pool.used += added

@@ -5,12 +5,13 @@ lets the event loop turn: without a hand-over the sender would send nothing unti
 loop ended or the buffer ran out, and the broker would idle meanwhile. A task fills a
 batch when its record does not fit the open one; when that task sends again on the
 general path, ``send()`` yields once before it appends (``aiokafka_lite.hand_over``):
-for plain keyed records, which the fast path takes, that is the task's next fill, for
-any other record its next send. Checked against the real broker, keyed in both twins
-of the fast path and keyless: the loop's early records are acknowledged while it runs;
-records keep their order; a send cancelled in the yield appends nothing; one whose
-producer stops meanwhile raises; and tasks that each send once (``gather``, request
-handlers in rounds) never yield there (the call order of a gather is also pinned by
+for plain records, which the fast path takes, that is the task's next fill, for any
+other record its next send. Checked against the real broker, keyed and keyless in both
+twins of the fast path and on the general path alone: the loop's early records are
+acknowledged while it runs; records keep their order; a send cancelled in the yield
+appends nothing; one whose producer stops meanwhile raises; and tasks that each send
+once (``gather``, request handlers in rounds) never yield there (the call order of a
+gather is also pinned by
 ``test_send_path.test_records_of_concurrent_sends_keep_the_order_of_the_calls``).
 """
 
@@ -30,15 +31,18 @@ from test_send_path import TWINS, path_of, started
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import ProducerClosedError
 from aiokafka_lite.hand_over import hand_over
+from aiokafka_lite.producer import _no_fast_path
 
 # 2 KiB batches hold ~17 of these records: a batch fills every ~17 sends.
 BATCH = 2048
 LOOP = 20_000  # ~2.3 MB: far inside the 32 MiB buffer, so no send waits for memory
 
 
-# keyed records in each twin of the fast path, and keyless ones (the general path)
+# keyed and keyless records in each twin of the fast path, and records that take the
+# general path only (a producer without a fast path, as with a serializer)
 CASES = [pytest.param(p.values[0], b"k", id=p.id) for p in TWINS]
-CASES.append(pytest.param(None, None, id="keyless"))
+CASES += [pytest.param(p.values[0], None, id=f"{p.id}-keyless") for p in TWINS]
+CASES.append(pytest.param(None, None, id="general"))
 
 
 def value(i: int) -> bytes:
@@ -47,8 +51,9 @@ def value(i: int) -> bytes:
 
 def use_twin(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> None:
     """Give the producer's send() a fast path of twin ``cls`` (start() picks the built one;
-    None: keep it, for keyless records, which it leaves to the general path)."""
+    None: no fast path, every record takes the general path)."""
     if cls is None:
+        producer._fast_append = _no_fast_path
         return
     path = path_of(cls, producer)
     producer._fast_append = path.append

@@ -64,6 +64,7 @@ def path_of(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> Any:
         MAX_RECORD_OVERHEAD,
         SEND_RECORD_MEMORY,
         SEND_BOUND,
+        *producer._placement.sticky_tables(),
     )
 
 
@@ -140,7 +141,8 @@ async def test_what_is_not_plain_comes_back_none_with_nothing_changed(
         before = state(producer)
         not_plain: list[tuple[Any, Any, Any]] = [
             (topic, "str key", b"v"),
-            (topic, None, b"v"),  # keyless: the sticky partitioner's
+            (topic, None, b"v"),  # keyless, before the topic has a sticky partition
+            (topic, None, None),  # keyless and no value
             (topic, bytearray(b"k"), b"v"),
             (topic, b"k", "str value"),
             (topic, b"k", 12),
@@ -333,6 +335,58 @@ async def test_producers_with_more_to_do_per_record_have_no_fast_path(
         assert plain._fast_append is not _no_fast_path
 
 
+async def test_keyless_records_take_the_fast_path_to_the_sticky_partition(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """A keyless record goes where the general path would put it: the topic's sticky
+    partition, which moves on after ``batch_size`` bytes (the general path moves it).
+    Two producers with the same sticky choices (seeded), one without a fast path, place
+    every record alike; confluent-kafka reads each record back from its partition."""
+    fast_topic, general_topic = topic_factory(4), topic_factory(4)
+    values = [bytes([65 + i % 26]) * (i % 200) for i in range(4_000)]
+    placed: dict[str, list[int]] = {}
+    async with (
+        started(bootstrap, batch_size=4096, linger_ms=5) as fast,
+        started(bootstrap, batch_size=4096, linger_ms=5) as general,
+    ):
+        general._fast_append = _no_fast_path
+        for producer in (fast, general):
+            producer._placement._sticky._rng = random.Random(5)
+        taken = counting(fast)
+        for producer, topic in ((fast, fast_topic), (general, general_topic)):
+            futures = [await producer.send(topic, value) for value in values]
+            placed[topic] = [md.partition for md in await asyncio.gather(*futures)]
+    assert placed[fast_topic] == placed[general_topic]
+    assert len(set(placed[fast_topic])) == 4  # it moved on, over every partition
+    # The general path took each topic's first record, each move and each new batch.
+    assert len(values) // 2 < taken() < len(values)
+    read = read_all_confluent(bootstrap, fast_topic, len(values))
+    assert sorted((r.partition, r.key, r.value) for r in read) == sorted(
+        (p, None, v) for p, v in zip(placed[fast_topic], values, strict=True)
+    )
+
+
+@pytest.mark.parametrize("cls", TWINS)
+async def test_a_sticky_partition_the_topic_no_longer_has_is_left_to_the_general_path(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The topic was created again with fewer partitions while its sticky partition was
+    past them (its partitions shrank, the batches are still buffered): the fast path
+    appends nothing, leaving the choice of another to the general path."""
+    topic = topic_factory(4)
+    async with started(bootstrap) as producer:
+        for p in range(4):  # an open batch in every partition
+            await producer.send(topic, b"v", partition=p)
+        path = path_of(cls, producer)
+        producer._placement._sticky.current[topic] = 3
+        shrunk = dict(producer._metadata.partitions_by_topic)
+        shrunk[topic] = shrunk[topic][:2]
+        monkeypatch.setattr(producer._metadata, "partitions_by_topic", shrunk)
+        before = state(producer)
+        assert path.append(topic, None, b"v") is None
+        assert state(producer) == before
+
+
 async def _no_hand_over(fills: Any, filling: bool, wake: Any) -> None:
     """A hand-over that never yields: nothing is sent while a test compares buffers."""
 
@@ -340,10 +394,11 @@ async def _no_hand_over(fills: Any, filling: bool, wake: Any) -> None:
 async def test_the_budget_and_batches_are_what_the_general_path_leaves(
     bootstrap: str, topic_factory: TopicFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same 3,000 records (200 keys, 10 % None values, 0-300 bytes) through a producer
-    with the fast path and one without: every batch's bytes, count and memory and the
-    budget used are the same. The clock stands still (both paths read time.time), so that
-    a slow moment cannot lengthen one producer's timestamp deltas and not the other's."""
+    """The same 3,000 records (200 keys and 30 % keyless, 10 % None values, 0-300 bytes)
+    through a producer with the fast path and one without, their sticky choices seeded
+    alike: every batch's bytes, count and memory and the budget used are the same. The
+    clock stands still (both paths read time.time), so that a slow moment cannot lengthen
+    one producer's timestamp deltas and not the other's."""
     rnd = random.Random(7)
     fast_topic, general_topic = topic_factory(5), topic_factory(5)
     monkeypatch.setattr(time, "time", lambda: 1_700_000_000.0)
@@ -355,11 +410,13 @@ async def test_the_budget_and_batches_are_what_the_general_path_leaves(
         # No hand-over (see test_hand_over) on either path: it would let one
         # producer's sender take batches at moments the other's cannot match.
         monkeypatch.setattr(producer_module, "hand_over", _no_hand_over)
+        for producer in (fast, general):
+            producer._placement._sticky._rng = random.Random(3)
         taken = counting(fast)
         await fast.send(fast_topic, b"x", b"x")
         await general.send(general_topic, b"x", b"x")
         for _ in range(3000):
-            key = b"k%d" % rnd.randrange(200)
+            key = None if rnd.random() < 0.3 else b"k%d" % rnd.randrange(200)
             value = None if rnd.random() < 0.1 else bytes(rnd.randrange(300))
             await fast.send(fast_topic, value, key)
             await general.send(general_topic, value, key)

@@ -143,6 +143,8 @@ cdef class SendPath:
         if size + self._bound > self._limit - self._pool.used:  # (so that nothing overflows)
             return None
         if keyless:  # as RecordPlacement's sticky choice, while the topic stays put
+            if type(topic) is not str:  # (a str subclass could run code in the dict lookups)
+                return None
             found = PyDict_GetItem(self._sticky, topic)
             if found == NULL:
                 return None
@@ -177,9 +179,10 @@ cdef class SendPath:
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next
             return False  # (the task filled a batch: see aiokafka_lite.hand_over)
-        if keyless:
-            PyDict_SetItem(self._sticky_bytes, topic, produced)
         added += self._record_memory
         batch.memory += added
         self._pool.used += added
-        return batch.records._add(batch.count - 1, timestamp)
+        fut = batch.records._add(batch.count - 1, timestamp)
+        if keyless:
+            PyDict_SetItem(self._sticky_bytes, topic, produced)
+        return fut

@@ -6,8 +6,8 @@ task *fills* a batch when its record does not fit the open one. The fast path fi
 that before its append (``SendPath.append`` returns False, and the general path then
 starts the next batch); the accumulator finds it in its append and remembers the task
 (``RecordAccumulator.filler``). When the last filler sends again on the general path
-(its next fill, for plain records, which the fast path takes; its next send, for any
-other record), it wakes the sender and yields once, so that the full batch leaves
+(for plain records, which the fast path takes, mostly its next fill; for any other
+record its next send), it wakes the sender and yields once, so that the full batch leaves
 and the broker works while the caller goes on appending, as beside Java's sender thread.
 
 Only the filler yields: tasks that each send once (``gather``, request handlers) never

@@ -162,6 +162,8 @@ class SendPath:
             return None
         produced = 0
         if key is None:  # as RecordPlacement's sticky choice, while the topic stays put
+            if type(topic) is not str:  # (a str subclass could run code in the dict lookups)
+                return None
             partition = self._sticky.get(topic)
             if partition is None or partition >= len(parts):
                 return None
@@ -190,12 +192,12 @@ class SendPath:
         if not added:
             batch.full = True  # as append would mark it; the general path starts the next
             return False
-        if key is None:
-            self._sticky_bytes[topic] = produced
         added += self._record_memory
         batch.memory += added
         pool.used += added
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
+        if key is None:
+            self._sticky_bytes[topic] = produced
         return fut
 
 

@@ -5,8 +5,8 @@ lets the event loop turn: without a hand-over the sender would send nothing unti
 loop ended or the buffer ran out, and the broker would idle meanwhile. A task fills a
 batch when its record does not fit the open one; when that task sends again on the
 general path, ``send()`` yields once before it appends (``aiokafka_lite.hand_over``):
-for plain records, which the fast path takes, that is the task's next fill, for any
-other record its next send. Checked against the real broker, keyed and keyless in both
+for plain records, which the fast path takes, that is mostly the task's next fill, for
+any other record its next send. Checked against the real broker, keyed and keyless in both
 twins of the fast path and on the general path alone: the loop's early records are
 acknowledged while it runs; records keep their order; a send cancelled in the yield
 appends nothing; one whose producer stops meanwhile raises; and tasks that each send

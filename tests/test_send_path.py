@@ -177,6 +177,21 @@ async def test_what_is_not_plain_comes_back_none_with_nothing_changed(
         assert state(producer) == room
         await producer.flush()
         assert (await fut).offset == (await first).offset + 1
+        # Keyless: once the topic has a sticky partition (the general path picks it), a
+        # plain keyless record takes the fast path; under a str subclass's name (whose
+        # code could run in the lookups) it is left to the general path.
+        await producer.send(topic, b"v")
+
+        class Topic(str):
+            pass
+
+        before = state(producer)
+        assert path.append(Topic(topic), None, b"v") is None
+        assert state(producer) == before
+        keyless = path.append(topic, None, b"v")
+        assert keyless
+        await producer.flush()
+        assert (await keyless).partition == producer._placement._sticky.current[topic]
 
 
 @pytest.mark.parametrize("cls", TWINS)

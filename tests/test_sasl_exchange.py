@@ -654,13 +654,13 @@ async def test_producer_keeps_delivering_across_reauthentications(
 
 @pytest.mark.parametrize("refused", ["every reconnection", "the first reconnection"])
 async def test_buffered_records_fail_promptly_when_reconnecting_cannot_authenticate(
-    started: Callable[[SaslBroker], Any], refused: str
+    started: Callable[[SaslBroker], Any], refused: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The leader's connection breaks and the new one is refused: the records waiting for
-    it fail at once (not after delivery_timeout_ms, 120 s by default), and only those:
-    the producer is not shut down. Once the broker accepts the login again (a token
-    provider may have a new token, a password may have been reset), the next records, a
-    ``send_many()`` call's too, are delivered."""
+    it fail at once (not after delivery_timeout_ms, 120 s by default), the password is not
+    logged, and only those records fail: the producer is not shut down. Once the broker
+    accepts the login again (a token provider may have a new token, a password may have
+    been reset), the next records, a ``send_many()`` call's too, are delivered."""
 
     def authenticate(conn: int, data: bytes) -> tuple[int, str | None, bytes, bool]:
         # 0: bootstrap, 1: the leader, 2+: reconnections to the leader
@@ -668,6 +668,7 @@ async def test_buffered_records_fail_promptly_when_reconnecting_cannot_authentic
             return 58, "password expired", b"", True
         return 0, None, b"", True
 
+    caplog.set_level(logging.DEBUG, logger="aiokafka_lite")
     script = await started(SaslBroker(authenticate, close_after_first_produce=True))
     async with AIOKafkaProducer(
         bootstrap_servers=script.broker.address,
@@ -683,6 +684,7 @@ async def test_buffered_records_fail_promptly_when_reconnecting_cannot_authentic
         assert all(isinstance(r, AuthenticationFailedError) for r in results), results
         assert all("password expired" in str(r) for r in results)
         assert producer.metrics()["record-error-total"] == 3
+        assert "password expired" in caplog.text and PASSWORD not in caplog.text
         if refused == "the first reconnection":
             sent = await asyncio.wait_for(await producer.send_many("t", [(None, b"m")] * 3), 10)
             assert not sent.errors and len(sent) == 3

@@ -83,10 +83,13 @@ async def test_a_loop_of_awaited_sends_gets_acknowledgements_while_it_runs(
 
 
 async def loop_in_its_first_hand_over(
-    producer: AIOKafkaProducer[Any, Any], topic: str, key: bytes | None
+    cls: Any, producer: AIOKafkaProducer[Any, Any], topic: str, key: bytes | None
 ) -> tuple[asyncio.Task[None], list[Any]]:
-    """A task awaiting send() in a loop, started and now in its first hand-over's yield;
-    and the futures its sends have returned so far."""
+    """With the fast path of twin ``cls`` (see use_twin) and a first record (b"first", at
+    offset 0) sent: a task awaiting send() in a loop, started and now in its first
+    hand-over's yield; and the futures its sends have returned so far."""
+    use_twin(cls, producer)
+    await producer.send_and_wait(topic, b"first", b"k")
     futures: list[Any] = []
 
     async def sending() -> None:
@@ -105,9 +108,7 @@ async def test_a_send_cancelled_while_it_hands_over_appends_nothing(
 ) -> None:
     topic = topic_factory(1)
     async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
-        use_twin(cls, producer)
-        await producer.send_and_wait(topic, b"first", b"k")
-        task, futures = await loop_in_its_first_hand_over(producer, topic, key)
+        task, futures = await loop_in_its_first_hand_over(cls, producer, topic, key)
         task.cancel()  # ... in that yield: the send in progress raises
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -127,9 +128,7 @@ async def test_a_send_whose_producer_stops_while_it_hands_over_raises(
 ) -> None:
     topic = topic_factory(1)
     async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
-        use_twin(cls, producer)
-        await producer.send_and_wait(topic, b"first", b"k")
-        task, futures = await loop_in_its_first_hand_over(producer, topic, key)
+        task, futures = await loop_in_its_first_hand_over(cls, producer, topic, key)
         n = len(futures)
         await producer.stop()  # begins before the loop resumes, delivers what was sent
         with pytest.raises(ProducerClosedError):

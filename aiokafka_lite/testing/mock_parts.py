@@ -21,7 +21,7 @@ from ..batch_builder import BatchBuilder
 from ..config import ProducerConfig
 from ..errors import KafkaError, ProducerFencedError
 from ..records import Header
-from ..structs import BatchRecordMetadata, OffsetAndMetadata, RecordMetadata
+from ..structs import BatchRecordMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 from ..tasks import BackgroundTasks
 from ..transaction import TransactionManager, TxnState
 
@@ -58,7 +58,7 @@ class MockTransaction:
 
     def __init__(self) -> None:
         self.records: list[SentRecord] = []
-        self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         self.outcome: Literal["open", "committed", "aborted"] = "open"
 
     def __repr__(self) -> str:
@@ -134,7 +134,7 @@ class _Requests:
             offsets = current.offsets.setdefault(group_id, {})
             for topic, parts in topics.items():
                 for partition, om in parts.items():
-                    offsets[(topic, partition)] = om
+                    offsets[TopicPartition(topic, partition)] = om
 
     async def end_txn(self, commit: bool) -> None:
         pass

@@ -17,23 +17,18 @@ import asyncio
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .. import bulk_send, checks, compat, loop_check
+from .. import bulk_send, checks, compat
 from ..bulk_delivery import BulkDelivery
 from ..config import ProducerConfig
-from ..errors import (
-    IllegalStateError,
-    KafkaError,
-    KafkaTimeoutError,
-    ProducerClosedError,
-    ProducerNotStartedError,
-)
+from ..errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
 from ..interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
 from ..placement import RecordPlacement
-from ..producer_transactions import ProducerTransactions
+from ..producer import _CLOSED, _CLOSING, _FAILED, _NEW, _STARTED, AIOKafkaProducer
 from ..records import Header
 from ..structs import DeliveryReport, RecordMetadata, TopicPartition
 from ..tasks import BackgroundTasks
@@ -66,22 +61,26 @@ __all__ = ["MockProducer"]
 
 _log = logging.getLogger("aiokafka_lite.testing")
 
-_NEW, _STARTED, _FAILED, _CLOSED = range(4)
-
 
 class _Parts:
-    """What :class:`ProducerTransactions` reads of a runtime and a sender."""
+    """What the producer's inherited methods read of its runtime and its sender."""
 
     def __init__(self, tasks: BackgroundTasks, transactions: MockTransactions | None) -> None:
         self.tasks = tasks
         self.transactions = transactions
 
+    def metrics(self) -> dict[str, float]:
+        return {}  # the mock measures nothing
 
-class MockProducer(ProducerTransactions, Generic[K, V]):
+
+class MockProducer(AIOKafkaProducer[K, V]):
     """:class:`~aiokafka_lite.AIOKafkaProducer`'s API, recording instead of sending.
 
-    Takes every argument the real producer takes, checked the same way (the broker
-    addresses are never used), and:
+    A subclass, so that it goes (and type-checks) wherever the real producer does;
+    every method that would reach the network is its own, the rest (the running and
+    event-loop checks, the transaction methods) is the real producer's. Takes every
+    argument the real producer takes, checked the same way (the broker addresses are
+    never used), and:
 
     * ``auto_complete``: resolve each send at once (default), else keep it pending
       until :meth:`complete_next` / :meth:`fail_next`;
@@ -138,10 +137,6 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
     # -- what a test reads ---------------------------------------------------------------
 
     @property
-    def config(self) -> ProducerConfig:
-        return self._config
-
-    @property
     def history(self) -> list[SentRecord]:
         """Every record sent (accepted by ``send``, ``send_many``, ``send_batch``), in order."""
         return list(self._history)
@@ -166,14 +161,6 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
         """The records of aborted transactions."""
         return [r for t in self.transactions if t.outcome == "aborted" for r in t.records]
 
-    @property
-    def started(self) -> bool:
-        return self._state in (_STARTED, _FAILED)
-
-    @property
-    def closed(self) -> bool:
-        return self._state == _CLOSED
-
     def clear(self) -> None:
         """Forget the history and the finished transactions (pending sends stay pending)."""
         self._history.clear()
@@ -186,7 +173,7 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
             return False
         pending = self._deliveries.queue.popleft()
         if not pending.future.done():
-            pending.future.set_result(self._metadata(pending.record))
+            pending.future.set_result(self._landed(pending.record))
         return True
 
     def fail_next(self, exc: BaseException) -> bool:
@@ -235,6 +222,10 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
         self._sender = cast("Sender", parts)
         self._state = _STARTED
 
+    def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
+        # The real producer's warns about sockets and records left behind: a mock has none.
+        pass
+
     def _on_fatal(self, error: KafkaError) -> None:
         self._fatal = error
         if self._state == _STARTED:
@@ -259,16 +250,20 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
         if self._state == _NEW:
             self._state = _CLOSED
             return
-        if self._state == _CLOSED:
+        if self._state in (_CLOSING, _CLOSED):
             return
         self._check_loop()
         assert self._runtime is not None
+        self._state = _CLOSING
         try:
             ending = self._txn_result.handle
             if ending is not None and not ending.done():
                 await asyncio.wait({asyncio.ensure_future(ending.wait())}, timeout=timeout)
             if self._txn is not None and self._txn.open:
-                await self._txn.abort()
+                try:
+                    await self._txn.abort()
+                except KafkaError as e:
+                    _log.warning("could not abort the open transaction on stop(): %s", e)
             if timeout and self._deliveries.queue:
                 waiting = [p.future for p in self._deliveries.queue]
                 await asyncio.wait(waiting, timeout=timeout)
@@ -308,27 +303,6 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
     ) -> None:
         await self.stop()
 
-    def _check_loop(self) -> None:
-        current = loop_check.running_loop()
-        if current is not self._loop:
-            raise loop_check.wrong_loop(self._loop, self._loop_thread, current)
-
-    def _check_running(self) -> None:
-        if self._state == _STARTED:
-            self._check_loop()
-            return
-        if self._state == _NEW:
-            raise ProducerNotStartedError(
-                "the producer is not started: await producer.start() first"
-            )
-        if self._state == _FAILED and self._fatal is not None:
-            raise self._fatal
-        raise ProducerClosedError("the producer is stopped; records can no longer be sent")
-
-    def metrics(self) -> dict[str, float]:
-        """Empty: the mock measures nothing."""
-        return {}
-
     # -- sending -------------------------------------------------------------------------
 
     async def send(
@@ -342,8 +316,7 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
     ) -> asyncio.Future[RecordMetadata]:
         """Check, serialize and place one record as the real producer does; keep it."""
         self._check_running()
-        if self._txn is not None:
-            self._txn.check_can_send()
+        self._check_transactional_send()
         if self._interceptors:
             topic, value, key, partition, timestamp_ms, headers = run_on_send(
                 self._interceptors,
@@ -390,8 +363,7 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
     ) -> asyncio.Future[RecordMetadata]:
         """Like :meth:`send`, without waiting (the mock never waits anyway)."""
         self._check_running()
-        if self._txn is not None:
-            self._txn.check_can_send()
+        self._check_transactional_send()
         return self._append(topic, value, key, partition, timestamp_ms, headers)
 
     def _append(
@@ -417,12 +389,12 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
         txn = None if self._txn is None else self._txn.record_sent(record)
         fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
         if self.auto_complete:
-            fut.set_result(self._metadata(record))
+            fut.set_result(self._landed(record))
         else:
             self._deliveries.queue.append(Pending(record, fut, txn))
         return fut
 
-    def _metadata(self, record: SentRecord) -> RecordMetadata:
+    def _landed(self, record: SentRecord) -> RecordMetadata:
         """Where the record landed: the next offset of its partition."""
         tp = TopicPartition(record.topic, record.partition)
         offset = self._offsets.get(tp, 0)
@@ -453,8 +425,7 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
     ) -> asyncio.Future[RecordMetadata]:
         """Keep a batch's records; the future resolves to the first one's metadata."""
         self._check_running()
-        if self._txn is not None:
-            self._txn.check_can_send()
+        self._check_transactional_send()
         if not isinstance(batch, MockBatch):
             raise TypeError(
                 f"batch must come from create_batch(), got {type(batch).__name__} (for {topic!r})"
@@ -500,8 +471,7 @@ class MockProducer(ProducerTransactions, Generic[K, V]):
         """Each ``(key, value)`` pair as by :meth:`send`; one future for all, resolved to a
         :class:`~aiokafka_lite.structs.DeliveryReport` (a bad record fails alone there)."""
         self._check_running()
-        if self._txn is not None:
-            self._txn.check_can_send()
+        self._check_transactional_send()
         count = self._partition_count(checks.check_topic(topic))
         if partition is not None:
             self._placement.place(topic, None, range(count), 0, partition)  # raises if bad

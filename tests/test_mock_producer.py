@@ -21,6 +21,7 @@ from aiokafka_lite.errors import (
     ProducerFencedError,
     TransactionAbortedError,
     TransactionAbortRequiredError,
+    WrongEventLoopError,
 )
 from aiokafka_lite.partitioner import default_partition
 from aiokafka_lite.structs import OffsetAndMetadata
@@ -326,3 +327,11 @@ async def test_fenced_producer_fails_every_later_call() -> None:
     async with MockProducer() as plain:
         with pytest.raises(IllegalStateError, match="transactional_id"):
             plain.fence()
+
+
+def test_used_from_another_event_loop_it_fails_at_once() -> None:
+    # The real producer's check (inherited): a producer belongs to the loop that started it.
+    producer = MockProducer()
+    asyncio.run(producer.start())
+    with pytest.raises(WrongEventLoopError, match="started in event loop"):
+        asyncio.run(producer.send("t", b"v"))

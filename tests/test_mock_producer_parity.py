@@ -18,6 +18,7 @@ import pytest
 from conftest import TopicFactory
 
 from aiokafka_lite import AIOKafkaProducer, TopicPartition
+from aiokafka_lite.errors import DeliveryFailedError
 from aiokafka_lite.testing import MockProducer
 
 Call = Callable[[AIOKafkaProducer[Any, Any], str], Awaitable[Any]]
@@ -150,6 +151,35 @@ async def test_bad_input_raises_the_real_producers_errors(
                 differ[name] = (want, got)
         assert not differ, differ
         assert mock.history == []
+
+
+async def test_send_many_fails_the_same_records_with_the_same_errors(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(2)
+    records: list[Any] = [
+        (b"k", b"fine"),
+        (b"k", "not bytes"),
+        "not a pair",
+        (b"k", b"x" * 2000),
+        (1, b"v"),
+        (None, None),
+    ]
+
+    async def outcome(producer: AIOKafkaProducer[Any, Any]) -> tuple[str, list[Any]]:
+        with pytest.raises(DeliveryFailedError) as info:
+            await (await producer.send_many(topic, records))
+        errors = info.value.errors
+        return str(info.value), [(i, type(errors[i]), str(errors[i])) for i in sorted(errors)]
+
+    config: dict[str, Any] = {"max_request_size": 1000}
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, **config) as real:
+        want = await outcome(real)
+    async with MockProducer(partitions={topic: 2}, **config) as mock:
+        got = await outcome(mock)
+    assert got == want
+    assert [i for i, _, _ in want[1]] == [1, 2, 3, 4]
+    assert [r.value for r in mock.history] == [b"fine", None]
 
 
 async def test_serializer_and_transaction_errors_are_the_real_producers(

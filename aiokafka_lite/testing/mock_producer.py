@@ -223,8 +223,11 @@ class MockProducer(AIOKafkaProducer[K, V]):
         self._state = _STARTED
 
     def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
-        # The real producer's warns about sockets and records left behind: a mock has none.
-        pass
+        # The real producer's warns about sockets and records left behind: a mock has
+        # none; its task group (for commits and aborts) ends with it.
+        runtime = getattr(self, "_runtime", None)
+        if runtime is not None:
+            runtime.tasks.abandon()
 
     def _on_fatal(self, error: KafkaError) -> None:
         self._fatal = error

@@ -161,3 +161,33 @@ def test_a_projects_own_fixtures_of_other_names_are_untouched(run: pytest.Pytest
         """
     )
     _run(run).assert_outcomes(passed=1)
+
+
+def test_producer_fixtures_say_what_is_missing_without_pytest_asyncio(
+    run: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if pytest-asyncio were not installed: hidden before pytest (and the plugin) start.
+    run.mkdir("hide").joinpath("sitecustomize.py").write_text(
+        """
+import sys
+
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "pytest_asyncio":
+            raise ModuleNotFoundError(name)
+
+sys.meta_path.insert(0, Hide())
+"""
+    )
+    monkeypatch.setenv("PYTHONPATH", f"{run.path / 'hide'}{os.pathsep}{REPO_ROOT}")
+    # (autoloaded, pytest-asyncio would be imported by pytest's import hook, past Hide)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    run.makepyfile(
+        """
+        def test_wants_a_mock(mock_producer):
+            raise AssertionError("not reached")
+        """
+    )
+    result = _run(run)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the mock_producer fixture needs pytest-asyncio*"])

@@ -52,18 +52,18 @@ BROKER_MISSING = (
 def _async_fixture(fn: Callable[..., Any]) -> Any:
     """An async fixture pytest-asyncio runs in either of its modes; without
     pytest-asyncio, a fixture that fails saying what is missing."""
-    if importlib.util.find_spec("pytest_asyncio") is None:
+    try:
+        import pytest_asyncio  # (a plugin: pytest has imported it already, if installed)
+    except ImportError:
 
         @pytest.fixture(name=fn.__name__)
         def missing() -> None:
             pytest.fail(
-                f"the {fn.__name__} fixture needs pytest-asyncio: pip install pytest-asyncio"
+                f"the {fn.__name__} fixture needs pytest-asyncio (pip install pytest-asyncio)"
             )
 
         missing.__doc__ = fn.__doc__
         return missing
-    import pytest_asyncio
-
     return pytest_asyncio.fixture(fn)
 
 

@@ -176,9 +176,10 @@ async def w3_batches(client: AsyncClient, spec: WorkerSpec, result: RunResult) -
                     if batch.append(key=key, value=value, timestamp=None) is None:
                         counts.append(batch.record_count())
                         futures.append(await send_batch(batch, topic, partition=part))
+                        batches[part] = create()  # (a sent batch must not be sent again)
                         if key is None:  # a full batch moves keyless records on
                             part = sticky = (sticky + 1) % n_parts
-                        batch = batches[part] = create()
+                        batch = batches[part]
                         if batch.append(key=key, value=value, timestamp=None) is None:
                             raise RuntimeError("a record does not fit in an empty batch")
                 for part, batch in enumerate(batches):

@@ -382,9 +382,11 @@ class KafkaCluster:
         return f"--- node {node_id} ({node.log}) ---\n" + "\n".join(text)
 
     def java_tool(
-        self, main: str, *args: str, timeout: float = 300.0
+        self, main: str, *args: str, timeout: float = 300.0, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """Run one of Java's tools (``org.apache.kafka.tools.*``) with the cluster's classpath."""
+        """Run one of Java's tools (``org.apache.kafka.tools.*``) with the cluster's classpath.
+
+        ``input`` is written to the tool's stdin (e.g. the console producer's lines)."""
         java_bin = java()
         assert java_bin is not None
         return subprocess.run(
@@ -401,6 +403,7 @@ class KafkaCluster:
             text=True,
             timeout=timeout,
             check=False,
+            input=input,
         )
 
     def __enter__(self) -> KafkaCluster:

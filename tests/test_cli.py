@@ -570,6 +570,46 @@ def test_broker_runs_in_the_foreground_until_ctrl_c() -> None:
             proc.wait()
 
 
+def test_broker_help_names_its_traps() -> None:
+    shown = " ".join(cli("broker", "--help").stdout.split())
+    assert "aiokafka's own idempotent or transactional producer" in shown
+    assert 'fails at start() with "[Error -1] UnknownError"' in shown
+    assert "end offsets under-report, whoever wrote the records" in shown
+
+
+async def test_the_traps_the_broker_documents_are_real(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    # What `broker --help`, EmbeddedBroker's docstring and the quickstart say, on the
+    # embedded broker itself: should Tansu fix either, this fails and the docs must change.
+    import aiokafka
+    from aiokafka.errors import UnknownError
+
+    for trap in ({"enable_idempotence": True}, {"transactional_id": f"t-{uuid.uuid4().hex}"}):
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, **trap)
+        try:
+            with pytest.raises(UnknownError):
+                await asyncio.wait_for(producer.start(), 30)
+        finally:
+            await producer.stop()
+    # End offsets: 10,000 records in one partition, by confluent-kafka (any client does).
+    topic = topic_factory(1)
+    producer = CkProducer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(10_000):
+        producer.produce(topic, b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        tp = aiokafka.TopicPartition(topic, 0)
+        end = (await consumer.end_offsets([tp]))[tp]
+    finally:
+        await consumer.stop()
+    assert end < 10_000  # under-reported...
+    records = await asyncio.to_thread(read_all_confluent, bootstrap, topic, 10_000)
+    assert len(records) == 10_000  # ...though every record is there
+
+
 def test_produce_delivery_errors_are_counted_and_shown() -> None:
     # A broker refusing the records (non-retriable INVALID_RECORD) is a situation Tansu
     # cannot be made to produce; librdkafka's mock cluster injects it (see mockcluster.py).

@@ -185,7 +185,8 @@ def say(message: str) -> None:
 async def cluster(
     bootstrap: str | None, topic: str | None = None, partitions: int = 1
 ) -> AsyncIterator[str]:
-    """Yield the bootstrap address: the given one, or an embedded broker's for this run.
+    """Yield the bootstrap address: the given one, or an embedded broker's for this run
+    (``perf`` only: its records are a measurement; ``produce`` refuses to run without -b).
 
     On an embedded broker, ``topic`` is created first (with ``partitions``).
     """
@@ -197,7 +198,10 @@ async def cluster(
     broker = EmbeddedBroker()
     await broker.astart()
     try:
-        say(f"started an embedded broker at {broker.bootstrap_servers}")
+        say(
+            f"started an embedded broker at {broker.bootstrap_servers} "
+            "(in memory: what is sent to it is gone when this command exits)"
+        )
         if topic is not None:
             await create_topics(
                 broker.bootstrap_servers, [NewTopic(topic, num_partitions=partitions)]

@@ -184,6 +184,7 @@ def test_runnable_python_block(block: Block, bootstrap: str, tmp_path: Path) -> 
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(900)  # a JVM, a batch job and a streaming query, on a busy machine
 @pytest.mark.parametrize(
     "block", of_kind("python", "run-spark"), ids=ids(of_kind("python", "run-spark"))
 )

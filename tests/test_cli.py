@@ -181,6 +181,13 @@ def test_produce_record_refused_by_the_producer_makes_the_exit_code_non_zero(
     assert "line 1: not sent: partition 5 is out of range" in proc.stderr
 
 
+def test_produce_to_a_topic_name_kafka_refuses_is_one_line(bootstrap: str) -> None:
+    proc = cli("produce", "bad topic!", "-b", bootstrap, stdin="hi\n")
+    assert proc.returncode == EXIT_USAGE
+    assert "Traceback" not in proc.stderr
+    assert "error: topic 'bad topic!' is not a valid Kafka topic name" in proc.stderr
+
+
 def test_json_line_parsing() -> None:
     record = parse_json_line(b'{"key": 7, "value": "v", "headers": {"a": "b"}}')
     assert record is not None

@@ -242,8 +242,9 @@ async def started_producer(
 ) -> AsyncIterator[AIOKafkaProducer[bytes, bytes]]:
     """A started producer whose ``topic`` is known, stopped on the way out.
 
-    A cluster that cannot be reached (or refuses the login) and a topic whose metadata
-    does not come are CliErrors (exit 2: nothing was sent), never a traceback.
+    A cluster that cannot be reached (or refuses the login), a topic name Kafka refuses
+    and a topic whose metadata does not come are CliErrors (exit 2: nothing was sent),
+    never a traceback.
     """
     bootstrap = str(options["bootstrap_servers"])
     producer = AIOKafkaProducer[bytes, bytes](**options)
@@ -252,7 +253,9 @@ async def started_producer(
     try:
         try:
             await producer.partitions_for(topic)
-        except KafkaTimeoutError as e:
+        except ValueError as e:  # a name Kafka refuses, checked before any request
+            raise CliError(str(e)) from e
+        except KafkaError as e:  # no metadata in time, not authorized, ...
             raise CliError(f"topic {topic!r} is not available: {e}") from e
         yield producer
     finally:

@@ -159,10 +159,12 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         """
         # An argument left at its default is not "given": the config then applies its
         # own rules (an alias may set it; the two derived defaults are computed).
-        defaults = _DEFAULTS
-        for name, value in tuple(locals().items()):
-            if name in defaults and not _is_default(value, defaults[name]):
-                config[name] = list(value) if name == "interceptors" else value
+        arguments = locals()  # read first: every argument, and nothing else yet
+        config.update(
+            (name, value)
+            for name, value in tuple(arguments.items())
+            if name in _DEFAULTS and not _is_default(value, _DEFAULTS[name])
+        )
         compat.warn_deprecated(loop, api_version)
         compat.drop_acks_sentinel(config)
         del sasl_kerberos_service_name, sasl_kerberos_domain_name

@@ -250,6 +250,10 @@ def test_constructor_keeps_the_configs_own_rules() -> None:
         producer(batch_size=10, max_batch_size=100)
     assert producer(**{"enable.idempotence": False}).config.enable_idempotence is False
     assert producer(interceptors=[Tagger()]).config.interceptors[0].__class__ is Tagger
+    assert producer(interceptors=(Tagger(),)).config.interceptors[0].__class__ is Tagger
+    for bad in (None, 5):  # still the config's own check, naming the option
+        with pytest.raises(ConfigError, match="interceptors"):
+            producer(interceptors=bad)  # type: ignore[arg-type]
 
 
 class Tagger:

@@ -57,6 +57,17 @@ MAX_RESPONSE_SIZE = 100 * 1024 * 1024
 UNSUPPORTED_VERSION = 35
 UNSUPPORTED_SASL_MECHANISM = 33
 _UNSUPPORTED = struct.pack(">h", UNSUPPORTED_VERSION)
+_QUOTED = 40  # bytes of a server's non-Kafka answer quoted in the error
+
+
+def _kind_of(answer: bytes) -> str:
+    """A guess at what answered, from its first bytes (protocol facts, not proof)."""
+    if answer.startswith(b"HTTP/"):
+        return " (an HTTP server)"
+    if answer[:1] in (b"\x15", b"\x16") and answer[1:2] == b"\x03":
+        return " (a TLS record: the listener expects TLS, security_protocol 'SSL' or 'SASL_SSL')"
+    return ""
+
 
 R = TypeVar("R", bound=Response)
 # Starts a background task in the owner's task group (BackgroundTasks.spawn).
@@ -125,6 +136,10 @@ class BrokerConnection(asyncio.Protocol):
         self._lost = self._loop.create_future()
         self.api_versions: dict[int, tuple[int, int]] = {}
         self.last_activity = time.monotonic()
+        # Until the first Kafka response decodes, the server has not shown that it speaks
+        # Kafka: an error then says so (an HTTP server, a TLS listener, a wrong port).
+        self._spoke_kafka = False
+        self._first_bytes = b""  # what it sent before that, to quote
 
     def __repr__(self) -> str:
         return f"<BrokerConnection node={self.node_id} {self.host}:{self.port}>"
@@ -155,6 +170,10 @@ class BrokerConnection(asyncio.Protocol):
                 if self._transport is None and self._security and self._security.ssl_context
                 else ""
             )
+            if self._transport is not None and not self._spoke_kafka:
+                error = KafkaConnectionError(self._no_kafka_answer(f"{timeout:.1f}s"))
+                self.close(error)
+                raise error from None
             self.close(KafkaConnectionError(f"connecting to {self.host}:{self.port} timed out"))
             raise KafkaConnectionError(
                 f"connecting to node {self.node_id} at {self.host}:{self.port} timed out "
@@ -176,6 +195,23 @@ class BrokerConnection(asyncio.Protocol):
         except BaseException:
             self.close(KafkaConnectionError("cancelled"))
             raise
+
+    def _not_kafka(self, what: str) -> str:
+        return f"the server at {self.host}:{self.port} does not speak Kafka: {what}"
+
+    def _no_kafka_answer(self, after: str) -> str:
+        """Connected, yet no Kafka response came: quote what came instead, if anything."""
+        if self._first_bytes:
+            return self._not_kafka(
+                f"it sent {self._first_bytes!r}, not a response to ApiVersions, then "
+                f"nothing more for {after}"
+            )
+        return (
+            f"connecting to node {self.node_id} at {self.host}:{self.port} timed out after "
+            f"{after}: the TCP connection was established, but no answer to Kafka's first "
+            "request (ApiVersions) came. Is a Kafka listener there? (A server that does not "
+            "speak Kafka, such as an HTTP server, may wait for more.)"
+        )
 
     async def _connect_transport(self) -> None:
         context = self._security.ssl_context if self._security is not None else None
@@ -434,6 +470,10 @@ class BrokerConnection(asyncio.Protocol):
     def _on_timeout(self, entry: _InFlight[Any]) -> None:
         # As Java's NetworkClient does: a request that timed out leaves the
         # connection in an unknown state, so drop the connection entirely.
+        if not self._spoke_kafka:
+            after = f"{self._request_timeout * 1000:.0f} ms (request_timeout_ms)"
+            self.close(KafkaConnectionError(self._no_kafka_answer(after)))
+            return
         self.close(
             KafkaTimeoutError(
                 f"{entry.request_cls.__name__} to node {self.node_id} got no response within "
@@ -448,7 +488,15 @@ class BrokerConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._closed is None:
+        if self._closed is None and not self._spoke_kafka:
+            sent = f"sent {self._first_bytes!r} and " if self._first_bytes else ""
+            self._closed = KafkaConnectionError(
+                f"the server at {self.host}:{self.port} {sent}closed the connection without "
+                "answering Kafka's first request (ApiVersions): it does not speak Kafka, or "
+                "it expects TLS (security_protocol 'SSL' or 'SASL_SSL')"
+                + (f" ({exc})" if exc else "")
+            )
+        elif self._closed is None:
             self._closed = KafkaConnectionError(
                 f"connection to node {self.node_id} ({self.host}:{self.port}) was lost"
                 + (f": {exc}" if exc else "")
@@ -461,6 +509,8 @@ class BrokerConnection(asyncio.Protocol):
             self._on_lost(self)
 
     def data_received(self, data: bytes) -> None:
+        if not self._spoke_kafka and len(self._first_bytes) < _QUOTED:
+            self._first_bytes += data[: _QUOTED - len(self._first_bytes)]
         buf = self._buf
         buf += data
         pos = 0
@@ -514,6 +564,7 @@ class BrokerConnection(asyncio.Protocol):
                 f"cannot parse {entry.request_cls.RESPONSE.__name__} v{entry.version}: {e}"
             )
             return False
+        self._spoke_kafka = True
         if not entry.future.done():
             entry.future.set_result(response)
         if self._reauth_pending and not self._in_flight:
@@ -521,6 +572,18 @@ class BrokerConnection(asyncio.Protocol):
         return True
 
     def _corrupt(self, what: str) -> None:
+        if not self._spoke_kafka:
+            # Its very first answer is not Kafka's: say what the server is, not how
+            # the bytes failed to parse (an HTTP server's "HTTP/1.1 400" is a frame
+            # size of 1.2 GB).
+            quoted = self._first_bytes
+            what = self._not_kafka(
+                f"it answered Kafka's first request (ApiVersions) with {quoted!r}"
+                + _kind_of(quoted)
+            )
+            log.info("%s; closing the connection", what)
+            self.close(ProtocolError(what))
+            return
         log.warning("node %s: %s; closing the connection", self.node_id, what)
         self.close(ProtocolError(f"node {self.node_id}: {what}"))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import threading
 import time
 import warnings
@@ -33,8 +34,14 @@ from .errors import (
     ProducerNotStartedError,
 )
 from .hand_over import hand_over
-from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
+from .interceptors import (
+    ProducerInterceptor,
+    ProducerRecord,
+    run_on_acknowledgement,
+    run_on_send,
+)
 from .metadata import Metadata, wait_on_metadata
+from .partitioner import Partitioner
 from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
 from .producer_transactions import ProducerTransactions
 from .records import Header
@@ -67,6 +74,11 @@ _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 _get_ident = threading.get_ident
 
 
+def _is_default(value: Any, default: Any) -> bool:
+    """``value`` is the signature's default (the same object, or an equal one of its type)."""
+    return value is default or (type(value) is type(default) and value == default)
+
+
 def _no_fast_path(topic: Any, key: Any, value: Any) -> None:
     """send()'s fast path for a producer that has none: every record takes the general one."""
     return None
@@ -81,26 +93,81 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
     def __init__(
         self,
         *,
-        loop: asyncio.AbstractEventLoop | None = None,
+        bootstrap_servers: str | list[str] = "localhost:9092",
+        client_id: str | None = None,
+        acks: Literal[0, 1, -1, "all"] = "all",
+        linger_ms: float = 5,
+        batch_size: int = 16384,
+        buffer_memory: int = 32 * 1024 * 1024,
+        max_request_size: int = 1024 * 1024,
+        max_block_ms: int = 60000,
+        request_timeout_ms: int = 30000,
+        delivery_timeout_ms: int | None = None,
+        retries: int = 2**31 - 1,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
+        socket_connection_setup_timeout_ms: int = 10000,
+        metadata_max_age_ms: int = 300000,
+        metadata_max_idle_ms: int = 300000,
+        max_in_flight_requests_per_connection: int = 5,
+        connections_max_idle_ms: int | None = 540000,
+        enable_idempotence: bool | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
+        allow_auto_create_topics: bool = True,
+        fail_partition_on_error: bool = False,
+        compression_type: str | None = None,
+        compression_level: int | None = None,
+        security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT",
         key_serializer: Callable[[K], bytes | None] | str | None = None,
         value_serializer: Callable[[V], bytes | None] | str | None = None,
+        partitioner: Partitioner | None = None,
+        interceptors: Sequence[ProducerInterceptor] = (),
+        ssl_context: ssl.SSLContext | None = None,
+        ssl_cafile: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_password: str | None = None,
+        ssl_check_hostname: bool = True,
+        sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] = "PLAIN",
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        sasl_oauth_token_provider: Any = None,
+        loop: asyncio.AbstractEventLoop | None = None,
         api_version: str | None = None,
         sasl_kerberos_service_name: str = "kafka",
         sasl_kerberos_domain_name: str | None = None,
         **config: Any,
     ) -> None:
-        # The serializers are named here (not only in **config) so that type
-        # checkers infer K and V from them: send() then takes what they take.
-        # loop, api_version and the Kerberos names are aiokafka's; they change
-        # nothing here (the versions are negotiated per broker, and GSSAPI is
-        # refused by ProducerConfig), but code written for aiokafka passes them.
+        """Build a producer; nothing connects until :meth:`start`. Each option and why
+        its default: docs/configuration.md.
+
+        Every option of :class:`~aiokafka_lite.config.ProducerConfig` is an argument
+        here, with its default (tests/test_config.py keeps the two in step), and is
+        checked at once: a bad value raises ``ConfigError`` naming it. Two defaults
+        depend on other options, as Java's do: ``enable_idempotence=None`` is on unless
+        ``acks``, ``retries`` or ``max_in_flight_requests_per_connection`` rule it out
+        (then off; set it to ``True`` to make such a conflict an error), and
+        ``delivery_timeout_ms=None`` is 120000, or ``linger_ms + request_timeout_ms``
+        when that is longer. ``**config`` takes the other spellings: aiokafka's
+        ``max_batch_size``, Java's and librdkafka's dotted names
+        (``**{"enable.idempotence": False}``). ``loop``, ``api_version`` and the
+        Kerberos names are aiokafka's and change nothing here (the versions are
+        negotiated per broker; GSSAPI is refused).
+        """
+        # An argument left at its default is not "given": the config then applies its
+        # own rules (an alias may set it; the two derived defaults are computed).
+        arguments = locals()  # read first: every argument, and nothing else yet
+        config.update(
+            (name, value)
+            for name, value in tuple(arguments.items())
+            if name in _DEFAULTS and not _is_default(value, _DEFAULTS[name])
+        )
         compat.warn_deprecated(loop, api_version)
         compat.drop_acks_sentinel(config)
         del sasl_kerberos_service_name, sasl_kerberos_domain_name
-        if key_serializer is not None:
-            config["key_serializer"] = key_serializer
-        if value_serializer is not None:
-            config["value_serializer"] = value_serializer
         cfg = ProducerConfig.from_kwargs(**config).named()
         self._config = cfg
         self._serializing = cfg.key_serializer is not None or cfg.value_serializer is not None
@@ -595,3 +662,12 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         return await bulk_send.send_many(
             self._acc, self._placement, send, topic, records, partition, parts, deadline
         )
+
+
+# The constructor's defaults of the configuration options (the arguments that are
+# ProducerConfig fields): an argument equal to its default was not given.
+_DEFAULTS: dict[str, Any] = {
+    name: default
+    for name, default in (AIOKafkaProducer.__init__.__kwdefaults__ or {}).items()
+    if name in ProducerConfig.__struct_fields__
+}

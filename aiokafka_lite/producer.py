@@ -11,6 +11,7 @@ up (same bound).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from . import bulk_send, checks, compat, loop_check
 from .accumulator import SEND_BOUND, SEND_RECORD_MEMORY, RecordAccumulator
+from .aiokafka_client import AiokafkaClientView
 from .batch_builder import BatchBuilder
 from .client import NetworkClient
 from .compression import get_codec
@@ -77,6 +79,10 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
 
     # What send()'s loop check compares (see _check_send): set by its first full check.
     _send_loop: Any = loop_check.NotChecked
+    # aiokafka's producer numbers its unnamed instances through the module-level name
+    # AIOKafkaProducer, which is this class after patch_aiokafka(): keep its counter here
+    # so that aiokafka's own producer can still be built (by code holding its class).
+    _PRODUCER_CLIENT_ID_SEQUENCE = 0
 
     def __init__(
         self,
@@ -142,9 +148,22 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         ]
         self._fast_append = _no_fast_path
 
-    @property
+    # Not properties: frameworks subclass the producer and keep their own attributes
+    # on it (kstreams sets ``self.config = kwargs`` before calling our __init__), so
+    # every public name aiokafka's producer lacks is one an instance can overwrite.
+    @functools.cached_property
     def config(self) -> ProducerConfig:
+        """The checked configuration (read-only: a new producer takes new options)."""
         return self._config
+
+    @functools.cached_property
+    def client(self) -> AiokafkaClientView:
+        """aiokafka's ``producer.client``, as far as frameworks use it (Faust declares its
+        topics through it): ``cluster``, ``send(node_id, request)``,
+        ``force_metadata_update()``. See :mod:`aiokafka_lite.aiokafka_client`."""
+        return AiokafkaClientView(
+            self._config, lambda: getattr(self, "_metadata", None), self._wakeup
+        )
 
     @property
     def _closed(self) -> bool:
@@ -261,7 +280,12 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             self._state = _CLOSING
             if timeout is None:
                 timeout = self._config.delivery_timeout_ms / 1000
-            await self._runtime.close(timeout, self._txn_result.handle)
+            try:
+                await self._runtime.close(timeout, self._txn_result.handle)
+            finally:
+                view = self.__dict__.get("client")  # opened only if a framework used it
+                if isinstance(view, AiokafkaClientView):
+                    await uncancellable(view.close())
         finally:
             self._state = _CLOSED
             stopping.set_result(None)

@@ -1,0 +1,159 @@
+"""``producer.client``: the part of aiokafka's ``AIOKafkaClient`` that frameworks reach for.
+
+aiokafka's producer exposes its network client as ``producer.client``. Faust declares its
+topics through it: it reads ``client.cluster`` (which brokers, which topics), sends
+aiokafka's own ``MetadataRequest`` and ``CreateTopicsRequest`` objects with
+``await client.send(node_id, request)``, then ``await client.force_metadata_update()``.
+
+:class:`AiokafkaClientView` answers the cluster questions from the producer's own metadata
+and refreshes that metadata on ``force_metadata_update()``. Only aiokafka can encode its own
+request classes, so ``send()`` hands them to a real ``aiokafka.AIOKafkaClient``, opened on
+the first ``send()`` with the producer's connection settings (servers, TLS, SASL) and
+closed by the producer's ``stop()``. A producer whose ``client`` nobody touches opens
+nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .config import ProducerConfig
+from .errors import KafkaConnectionError
+from .security import build_ssl_context
+
+if TYPE_CHECKING:
+    from .metadata import Metadata
+
+__all__ = ["AiokafkaClientView", "ClusterView"]
+
+
+class ClusterView:
+    """aiokafka's ``ClusterMetadata`` read API over the producer's metadata.
+
+    It knows what the producer knows: the brokers, and the topics it has sent to or
+    asked about (aiokafka's producer client knows the same set).
+    """
+
+    def __init__(self, metadata: Callable[[], Metadata | None]) -> None:
+        self._metadata = metadata
+
+    def _cluster(self) -> Any:
+        md = self._metadata()
+        return None if md is None else md.cluster
+
+    def brokers(self) -> set[Any]:
+        """The brokers, as aiokafka's ``BrokerMetadata(nodeId, host, port, rack)``."""
+        from aiokafka.structs import BrokerMetadata  # type: ignore[import-untyped]
+
+        cluster = self._cluster()
+        if cluster is None:
+            return set()
+        return {
+            BrokerMetadata(n.node_id, n.host, n.port, n.rack)
+            for n in cluster.nodes.values()
+            if n.node_id >= 0  # not the bootstrap placeholders
+        }
+
+    def topics(self, exclude_internal_topics: bool = True) -> set[str]:
+        cluster = self._cluster()
+        if cluster is None:
+            return set()
+        names = set(cluster.partitions_by_topic)
+        if exclude_internal_topics:
+            names.difference_update(("__consumer_offsets", "__transaction_state"))
+        return names
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        cluster = self._cluster()
+        parts = None if cluster is None else cluster.partitions_by_topic.get(topic)
+        return None if parts is None else {p.partition for p in parts}
+
+    def available_partitions_for_topic(self, topic: str) -> set[int] | None:
+        cluster = self._cluster()
+        parts = None if cluster is None else cluster.available_partitions_by_topic.get(topic)
+        return None if parts is None else set(parts)
+
+    def controller_id(self) -> int | None:
+        cluster = self._cluster()
+        return None if cluster is None or cluster.controller < 0 else cluster.controller
+
+
+class AiokafkaClientView:
+    """``producer.client`` as frameworks use aiokafka's (see the module's docstring)."""
+
+    def __init__(
+        self,
+        config: ProducerConfig,
+        metadata: Callable[[], Metadata | None],
+        wakeup: Callable[[], None],
+    ) -> None:
+        self._config = config
+        self._metadata = metadata
+        self._wakeup = wakeup
+        self.cluster = ClusterView(metadata)
+        self._aiokafka: Any = None  # the aiokafka client, from the first send()
+        self._opening: asyncio.Lock | None = None
+
+    async def force_metadata_update(self) -> bool:
+        """Refresh the producer's metadata now; ``True`` once a new answer arrived."""
+        md = self._metadata()
+        if md is None:
+            return False
+        version = md.request_update()
+        self._wakeup()
+        timeout = self._config.request_timeout_ms / 1000
+        try:
+            await md.wait_for_update(version, timeout)
+        except TimeoutError:
+            return False
+        return md.version > version
+
+    async def send(self, node_id: int, request: Any, **kwargs: Any) -> Any:
+        """Send one of aiokafka's request objects to ``node_id``; aiokafka's response."""
+        client = await self._open()
+        return await client.send(node_id, request, **kwargs)
+
+    async def _open(self) -> Any:
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._aiokafka is None:
+                import aiokafka  # type: ignore[import-untyped]
+
+                cfg = self._config
+                client = aiokafka.AIOKafkaClient(
+                    bootstrap_servers=cfg.bootstrap_servers,
+                    client_id=cfg.client_id or "aiokafka-lite",
+                    metadata_max_age_ms=cfg.metadata_max_age_ms,
+                    request_timeout_ms=cfg.request_timeout_ms,
+                    retry_backoff_ms=cfg.retry_backoff_ms,
+                    connections_max_idle_ms=cfg.connections_max_idle_ms,
+                    security_protocol=cfg.security_protocol,
+                    ssl_context=build_ssl_context(cfg),
+                    sasl_mechanism=cfg.sasl_mechanism,
+                    sasl_plain_username=cfg.sasl_plain_username,
+                    sasl_plain_password=cfg.sasl_plain_password,
+                    sasl_oauth_token_provider=cfg.sasl_oauth_token_provider,
+                )
+                started = time.monotonic()
+                try:
+                    await client.bootstrap()
+                except BaseException as e:
+                    await client.close()
+                    if isinstance(e, Exception):
+                        raise KafkaConnectionError(
+                            f"producer.client: aiokafka's client could not bootstrap "
+                            f"(after {time.monotonic() - started:.1f}s): {e}"
+                        ) from e
+                    raise
+                self._aiokafka = client
+            return self._aiokafka
+
+    async def close(self) -> None:
+        """Close the aiokafka client, if ``send()`` opened one."""
+        client, self._aiokafka = self._aiokafka, None
+        if client is not None:
+            await client.close()

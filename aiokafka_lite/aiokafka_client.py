@@ -1,4 +1,4 @@
-"""``producer.client``: the part of aiokafka's ``AIOKafkaClient`` that frameworks reach for.
+"""``producer.client`` and ``producer._partition``: the aiokafka internals frameworks reach for.
 
 aiokafka's producer exposes its network client as ``producer.client``. Faust declares its
 topics through it: it reads ``client.cluster`` (which brokers, which topics), sends
@@ -11,23 +11,28 @@ request classes, so ``send()`` hands them to a real ``aiokafka.AIOKafkaClient``,
 the first ``send()`` with the producer's connection settings (servers, TLS, SASL) and
 closed by the producer's ``stop()``. A producer whose ``client`` nobody touches opens
 nothing more.
+
+Faust also asks which partition a key goes to with aiokafka's private
+``producer._partition(...)``: :class:`AiokafkaInternals` answers with the partition
+``send()`` would choose.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .config import ProducerConfig
-from .errors import KafkaConnectionError
+from .errors import KafkaConnectionError, UnknownTopicOrPartitionError
 from .security import build_ssl_context
 
 if TYPE_CHECKING:
     from .metadata import Metadata
 
-__all__ = ["AiokafkaClientView", "ClusterView"]
+__all__ = ["AiokafkaClientView", "AiokafkaInternals", "ClusterView"]
 
 
 class ClusterView:
@@ -157,3 +162,48 @@ class AiokafkaClientView:
         client, self._aiokafka = self._aiokafka, None
         if client is not None:
             await client.close()
+
+
+class AiokafkaInternals:
+    """The aiokafka internals :class:`~aiokafka_lite.AIOKafkaProducer` keeps for frameworks."""
+
+    if TYPE_CHECKING:  # the producer's, which these use
+        _config: ProducerConfig
+        _metadata: Metadata
+
+        def _wakeup(self) -> None: ...
+        def _check_running(self) -> None: ...
+        def _known_partitions(self, topic: str) -> tuple[Any, ...] | None: ...
+
+        _place: Callable[[str, bytes | None, Sequence[Any], int, int | None], int]
+
+    # Not a property: an instance (a subclass's __init__) may set its own ``client``.
+    @functools.cached_property
+    def client(self) -> AiokafkaClientView:
+        """aiokafka's ``producer.client``, as far as frameworks use it (Faust declares its
+        topics through it): ``cluster``, ``send(node_id, request)``,
+        ``force_metadata_update()``."""
+        return AiokafkaClientView(
+            self._config, lambda: getattr(self, "_metadata", None), self._wakeup
+        )
+
+    def _partition(
+        self,
+        topic: str,
+        partition: int | None,
+        key: Any,
+        value: Any,
+        serialized_key: bytes | None,
+        serialized_value: bytes | None,
+    ) -> int:
+        """aiokafka's private ``_partition`` (Faust's ``key_partition`` calls it): the
+        partition ``send()`` would pick for ``serialized_key``, or ``partition`` checked.
+        The topic's partitions must be known (the producer sent to it, or asked)."""
+        self._check_running()
+        parts = self._known_partitions(topic)
+        if parts is None:
+            raise UnknownTopicOrPartitionError(
+                f"topic {topic!r} is not in the producer's metadata yet "
+                "(await producer.partitions_for(topic) first)"
+            )
+        return self._place(topic, serialized_key, parts, 0, partition)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from . import bulk_send, checks, compat, loop_check
 from .accumulator import SEND_BOUND, SEND_RECORD_MEMORY, RecordAccumulator
-from .aiokafka_client import AiokafkaClientView
+from .aiokafka_client import AiokafkaClientView, AiokafkaInternals
 from .batch_builder import BatchBuilder
 from .client import NetworkClient
 from .compression import get_codec
@@ -74,7 +74,7 @@ def _no_fast_path(topic: Any, key: Any, value: Any) -> None:
     return None
 
 
-class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
+class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
     """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
 
     # What send()'s loop check compares (see _check_send): set by its first full check.
@@ -155,15 +155,6 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
     def config(self) -> ProducerConfig:
         """The checked configuration (read-only: a new producer takes new options)."""
         return self._config
-
-    @functools.cached_property
-    def client(self) -> AiokafkaClientView:
-        """aiokafka's ``producer.client``, as far as frameworks use it (Faust declares its
-        topics through it): ``cluster``, ``send(node_id, request)``,
-        ``force_metadata_update()``. See :mod:`aiokafka_lite.aiokafka_client`."""
-        return AiokafkaClientView(
-            self._config, lambda: getattr(self, "_metadata", None), self._wakeup
-        )
 
     @property
     def _closed(self) -> bool:

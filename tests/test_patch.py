@@ -152,3 +152,23 @@ async def test_client_before_start_knows_nothing() -> None:
     assert producer.client.cluster.brokers() == set()
     assert producer.client.cluster.topics() == set()
     assert await producer.client.force_metadata_update() is False
+
+
+async def test_partition_is_where_send_puts_the_key(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """aiokafka's private _partition, as Faust's Producer.key_partition calls it."""
+    topic = topic_factory(3)
+    async with aiokafka_lite.AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+        unknown = f"never-{uuid.uuid4().hex}"  # never sent to nor asked about
+        with pytest.raises(aiokafka_lite.errors.UnknownTopicOrPartitionError, match=unknown):
+            producer._partition(unknown, None, None, None, b"k", None)
+        assert await producer.partitions_for(topic) == {0, 1, 2}
+        for key in (b"a", b"b", b"customer-7", b""):
+            md = await producer.send_and_wait(topic, b"v", key=key)
+            assert producer._partition(topic, None, None, None, key, None) == md.partition
+        assert producer._partition(topic, 2, None, None, b"a", None) == 2
+        with pytest.raises(ValueError, match="partition"):
+            producer._partition(topic, 3, None, None, b"a", None)
+    with pytest.raises(aiokafka_lite.errors.ProducerClosedError):
+        producer._partition(topic, None, None, None, b"a", None)

@@ -13,26 +13,38 @@ closed by the producer's ``stop()``. A producer whose ``client`` nobody touches 
 nothing more.
 
 Faust also asks which partition a key goes to with aiokafka's private
-``producer._partition(...)``: :class:`AiokafkaInternals` answers with the partition
-``send()`` would choose.
+``producer._partition(...)``, and kstreams' ``send_many`` places records itself with
+``producer._key_serializer`` and ``producer._partitioner(key, all, available)``:
+:class:`AiokafkaInternals` answers as aiokafka's producer would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import random
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .config import ProducerConfig
 from .errors import KafkaConnectionError, UnknownTopicOrPartitionError
+from .partitioner import default_partition
 from .security import build_ssl_context
 
 if TYPE_CHECKING:
     from .metadata import Metadata
+    from .placement import RecordPlacement
 
-__all__ = ["AiokafkaClientView", "AiokafkaInternals", "ClusterView"]
+__all__ = ["AiokafkaClientView", "AiokafkaInternals", "ClusterView", "default_partitioner"]
+
+
+def default_partitioner(key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+    """aiokafka's ``DefaultPartitioner`` contract with Java's (and ``send()``'s) choice for
+    a key; for no key, a random available partition (a single call has no batch to stick to)."""
+    if key is not None:
+        return sorted(all_partitions)[default_partition(bytes(key), len(all_partitions))]
+    return random.choice(available or all_partitions)
 
 
 class ClusterView:
@@ -170,6 +182,8 @@ class AiokafkaInternals:
     if TYPE_CHECKING:  # the producer's, which these use
         _config: ProducerConfig
         _metadata: Metadata
+        _placement: RecordPlacement
+        _custom_partitioner: Callable[..., int] | None
 
         def _wakeup(self) -> None: ...
         def _check_running(self) -> None: ...
@@ -186,6 +200,26 @@ class AiokafkaInternals:
         return AiokafkaClientView(
             self._config, lambda: getattr(self, "_metadata", None), self._wakeup
         )
+
+    @functools.cached_property
+    def _key_serializer(self) -> Callable[[Any], bytes | None] | None:
+        """aiokafka's attribute: the key serializer (a name given is resolved), or None."""
+        return self._placement.key_serializer
+
+    @functools.cached_property
+    def _value_serializer(self) -> Callable[[Any], bytes | None] | None:
+        """aiokafka's attribute: the value serializer, or None."""
+        return self._placement.value_serializer
+
+    @functools.cached_property
+    def _partitioner(self) -> Callable[[bytes | None, list[int], list[int]], int]:
+        """aiokafka's attribute: ``(key_bytes, all_partitions, available) -> partition``.
+
+        The partitioner given, else aiokafka's default: murmur2 of the key (the
+        partition ``send()`` picks), a random available partition for no key.
+        """
+        custom = self._custom_partitioner
+        return custom if custom is not None else default_partitioner
 
     def _partition(
         self,

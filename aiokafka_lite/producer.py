@@ -119,7 +119,7 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
         self._placement = placement = RecordPlacement(cfg)
         # Bound once, so that send() reads them as attributes of its own: the partitioner
         # and the key hash cache for its inline paths, the rest as its own methods.
-        self._partitioner = placement.partitioner
+        self._custom_partitioner = placement.partitioner
         self._hashes = placement.hashes
         self._hash_peek = placement.hashes.peek
         self._prepare = placement.prepare
@@ -202,7 +202,7 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
             self._client, self._metadata = runtime.client, runtime.metadata
             self._placement.metadata = runtime.metadata
             self._acc, self._sender = runtime.acc, runtime.sender
-            if not (self._wrapped or self._serializing or self._partitioner is not None):
+            if not (self._wrapped or self._serializing or self._custom_partitioner is not None):
                 path = SendPath(
                     runtime.metadata,
                     self._hashes,
@@ -413,7 +413,7 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
                 if size > self._max_request_size:
                     self._prepare(topic, k, v, headers)  # raises, naming the topic
                 headers = None
-            if partition is None and k is not None and self._partitioner is None:
+            if partition is None and k is not None and self._custom_partitioner is None:
                 # keyed: the common case, with the hash cache's hit path inline
                 h = self._hash_peek(k)
                 partition = (self._hashes.hash(k) if h is None else h) % len(parts)

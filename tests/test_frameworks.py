@@ -23,6 +23,7 @@ from conftest import TopicFactory
 from readers import read_all_confluent
 
 import aiokafka_lite
+from aiokafka_lite.partitioner import default_partition
 
 APPS = Path(__file__).parent / "apps"
 # The apps import the aiokafka_lite under test (this checkout's, compiled or pure as the
@@ -105,8 +106,8 @@ def test_faust_worker_agents_and_table_produce_everything_once(
 def test_kstreams_engine_sends_and_stream_forwards(
     bootstrap: str, topic_factory: TopicFactory
 ) -> None:
-    source, sink = topic_factory(2), topic_factory(2)
-    got, err = run_app("kstreams_app.py", bootstrap, source, sink, "5")
+    source, sink, batched = topic_factory(2), topic_factory(2), topic_factory(3)
+    got, err = run_app("kstreams_app.py", bootstrap, source, sink, batched, "5")
     # kstreams.Producer (it sets self.config = kwargs) subclasses aiokafka_lite's producer.
     assert got["bases"][0] == "aiokafka_lite.producer.AIOKafkaProducer"
     assert "AiokafkaPatchWarning" not in err
@@ -120,6 +121,14 @@ def test_kstreams_engine_sends_and_stream_forwards(
     assert sorted((r.key, r.value, tuple(r.headers)) for r in out) == [
         (f"k{i}".encode(), f"V{i}".encode(), (("from", source.encode()),)) for i in range(5)
     ]
+    # send_many: kstreams groups the records by producer._partitioner(key, ...), one batch
+    # per partition; each record must sit where send() puts its key (murmur2).
+    many = read_all_confluent(bootstrap, batched, expected=7, idle=1.0, at_least=6)
+    assert sorted((r.key, r.value) for r in many) == [
+        (b"b%d" % i, b"w%d" % i) for i in range(5)
+    ] + [(b"single", b"single")]
+    assert all(r.partition == default_partition(r.key or b"", 3) for r in many)
+    assert got["batches"] == len({r.partition for r in many if r.key != b"single"})
 
 
 def test_broadcaster_publishes_on_aiokafka_lite(

@@ -157,7 +157,8 @@ async def test_client_before_start_knows_nothing() -> None:
 async def test_partition_is_where_send_puts_the_key(
     bootstrap: str, topic_factory: TopicFactory
 ) -> None:
-    """aiokafka's private _partition, as Faust's Producer.key_partition calls it."""
+    """aiokafka's private _partition, as Faust's Producer.key_partition calls it; and
+    _partitioner, _key_serializer, _metadata.partitions_for_topic, as kstreams uses them."""
     topic = topic_factory(3)
     async with aiokafka_lite.AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
         unknown = f"never-{uuid.uuid4().hex}"  # never sent to nor asked about
@@ -167,6 +168,13 @@ async def test_partition_is_where_send_puts_the_key(
         for key in (b"a", b"b", b"customer-7", b""):
             md = await producer.send_and_wait(topic, b"v", key=key)
             assert producer._partition(topic, None, None, None, key, None) == md.partition
+            # kstreams' send_many places records itself, with aiokafka's attributes:
+            assert producer._partitioner(key, [0, 1, 2], [0, 1, 2]) == md.partition
+        assert producer._metadata.partitions_for_topic(topic) == {0, 1, 2}
+        assert producer._metadata.available_partitions_for_topic(topic) == {0, 1, 2}
+        assert producer._metadata.partitions_for_topic(unknown) is None
+        assert producer._partitioner(None, [0, 1, 2], [1]) == 1  # keyless: an available one
+        assert producer._key_serializer is None
         assert producer._partition(topic, 2, None, None, b"a", None) == 2
         with pytest.raises(ValueError, match="partition"):
             producer._partition(topic, 3, None, None, b"a", None)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -63,13 +64,14 @@ class ClusterView:
 
     def brokers(self) -> set[Any]:
         """The brokers, as aiokafka's ``BrokerMetadata(nodeId, host, port, rack)``."""
-        from aiokafka.structs import BrokerMetadata  # type: ignore[import-untyped]
+        # Imported by name: aiokafka is optional and untyped (see compat.py).
+        broker_metadata = importlib.import_module("aiokafka.structs").BrokerMetadata
 
         cluster = self._cluster()
         if cluster is None:
             return set()
         return {
-            BrokerMetadata(n.node_id, n.host, n.port, n.rack)
+            broker_metadata(n.node_id, n.host, n.port, n.rack)
             for n in cluster.nodes.values()
             if n.node_id >= 0  # not the bootstrap placeholders
         }
@@ -138,10 +140,8 @@ class AiokafkaClientView:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._aiokafka is None:
-                import aiokafka  # type: ignore[import-untyped]
-
                 cfg = self._config
-                client = aiokafka.AIOKafkaClient(
+                client = importlib.import_module("aiokafka").AIOKafkaClient(
                     bootstrap_servers=cfg.bootstrap_servers,
                     client_id=cfg.client_id or "aiokafka-lite",
                     metadata_max_age_ms=cfg.metadata_max_age_ms,

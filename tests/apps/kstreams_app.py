@@ -27,7 +27,7 @@ forwarded: asyncio.Queue[str] = asyncio.Queue()
 
 
 @engine.stream(SOURCE, group_id=f"g-{SOURCE}", auto_offset_reset="earliest")
-async def forward(cr: ConsumerRecord) -> None:
+async def forward(cr: ConsumerRecord[str, bytes]) -> None:
     await engine.send(SINK, value=cr.value.upper(), key=cr.key, headers={"from": SOURCE})
     await forwarded.put(cr.key)
 

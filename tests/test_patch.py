@@ -103,13 +103,15 @@ async def test_patch_names_code_that_kept_aiokafkas_class() -> None:
             assert stale.client._client_id.startswith("aiokafka-producer-")
         with warnings.catch_warnings():
             warnings.simplefilter("error", AiokafkaPatchWarning)
-            module.AppProducer(bootstrap_servers="localhost:1")  # undone: no warning
+            again = module.AppProducer(bootstrap_servers="localhost:1")  # undone: no warning
         assert aiokafka.AIOKafkaProducer is module.AIOKafkaProducer
+        del stale, again
     finally:
         del sys.modules[name]
         module.__dict__.clear()
         del module
-        gc.collect()  # the subclass leaves aiokafka's __subclasses__()
+        gc.collect()  # the subclass leaves aiokafka's __subclasses__() (other tests patch)
+    assert all(c.__module__ != name for c in aiokafka.AIOKafkaProducer.__subclasses__())
 
 
 async def test_client_sends_aiokafka_requests(bootstrap: str, topic_factory: TopicFactory) -> None:

@@ -69,20 +69,20 @@ def test_faust_worker_agents_and_table_produce_everything_once(
         text=True,
     )
     try:
-        doubled = read_all_confluent(bootstrap, sink, expected=6, timeout=60, idle=2, at_least=5)
-        counted = read_all_confluent(bootstrap, counts, expected=6, timeout=20, idle=2, at_least=5)
+        doubled = read_all_confluent(bootstrap, sink, expected=6, timeout=50, idle=2, at_least=5)
+        counted = read_all_confluent(bootstrap, counts, expected=6, timeout=15, idle=2, at_least=5)
         changelog = read_all_confluent(
             bootstrap,
             f"lite-{source}-orders-per-customer-changelog",
             expected=6,
-            timeout=20,
+            timeout=15,
             idle=2,
             at_least=5,
         )
     finally:
         worker.send_signal(signal.SIGTERM)
         try:
-            out, _ = worker.communicate(timeout=30)
+            out, _ = worker.communicate(timeout=25)  # all bounds: < pytest-timeout's 120 s
         except subprocess.TimeoutExpired:
             worker.kill()
             out, _ = worker.communicate()

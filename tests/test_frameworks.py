@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Producer as CkProducer
 from conftest import TopicFactory
 from readers import read_all_confluent
@@ -36,6 +37,9 @@ ENV = {
 }
 
 
+WORKER = ("worker", "--loglevel", "info", "--without-web")  # no HTTP port (6066) taken
+
+
 def run_app(name: str, *args: str, timeout: float = 90) -> tuple[dict[str, Any], str]:
     """Run tests/apps/<name> to its end; its JSON result line and its stderr."""
     done = subprocess.run(
@@ -49,9 +53,12 @@ def run_app(name: str, *args: str, timeout: float = 90) -> tuple[dict[str, Any],
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 def test_faust_worker_agents_and_table_produce_everything_once(
-    bootstrap: str, topic_factory: TopicFactory
+    guarantee: str, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
+    """With exactly_once Faust also builds a transactional producer (ours) per worker and
+    commits the consumed offsets in its transactions; read_committed sees the output."""
     source, sink, counts = topic_factory(1), topic_factory(1), topic_factory(1)
     orders = [("ann", 1), ("bob", 2), ("ann", 3), ("cid", 4), ("ann", 5)]
     ck = CkProducer({"bootstrap.servers": bootstrap, "log_level": 3})
@@ -62,12 +69,14 @@ def test_faust_worker_agents_and_table_produce_everything_once(
     # The worker as Faust runs it (`app.main()`: `python faust_app.py ... worker`),
     # stopped with SIGTERM once its output is all there.
     worker = subprocess.Popen(
-        [sys.executable, str(APPS / "faust_app.py"), bootstrap, source, sink, counts, "worker"],
-        env=ENV,
+        [sys.executable, str(APPS / "faust_app.py"), bootstrap, source, sink, counts, *WORKER],
+        cwd=tmp_path,  # Faust's data directory
+        env={**ENV, "PROCESSING_GUARANTEE": guarantee},  # Faust's setting, from the env
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+    failure: BaseException | None = None
     try:
         doubled = read_all_confluent(bootstrap, sink, expected=6, timeout=50, idle=2, at_least=5)
         counted = read_all_confluent(bootstrap, counts, expected=6, timeout=15, idle=2, at_least=5)
@@ -79,6 +88,8 @@ def test_faust_worker_agents_and_table_produce_everything_once(
             idle=2,
             at_least=5,
         )
+    except Exception as e:  # shown with the worker's log below
+        failure = e
     finally:
         worker.send_signal(signal.SIGTERM)
         try:
@@ -86,9 +97,12 @@ def test_faust_worker_agents_and_table_produce_everything_once(
         except subprocess.TimeoutExpired:
             worker.kill()
             out, _ = worker.communicate()
+    assert failure is None, f"{failure!r}\n{out[-5000:]}"
     assert "producer: aiokafka_lite.producer.AIOKafkaProducer" in out, out[-3000:]
     assert "Traceback" not in out and "AiokafkaPatchWarning" not in out, out[-3000:]
     assert worker.returncode == 0, out[-3000:]  # stopped cleanly on SIGTERM
+    if guarantee == "exactly_once":  # our transactional producer, with Faust's id
+        assert f"transactional id 'lite-{source}-0-0': producer id" in out, out[-3000:]
 
     assert [(r.key, json.loads(r.value or b"")) for r in doubled] == [
         (c.encode(), {"customer": c, "amount": 2 * a, "__faust": {"ns": "faust_app.Order"}})

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .config import ProducerConfig
-from .errors import KafkaConnectionError, UnknownTopicOrPartitionError
+from .errors import KafkaConnectionError, ProducerClosedError, UnknownTopicOrPartitionError
 from .partitioner import default_partition
 from .security import build_ssl_context
 
@@ -108,13 +108,18 @@ class AiokafkaClientView:
         config: ProducerConfig,
         metadata: Callable[[], Metadata | None],
         wakeup: Callable[[], None],
+        check_running: Callable[[], None],
     ) -> None:
         self._config = config
         self._metadata = metadata
         self._wakeup = wakeup
+        self._check_running = check_running  # raises unless the producer is running
         self.cluster = ClusterView(metadata)
         self._aiokafka: Any = None  # the aiokafka client, from the first send()
         self._opening: asyncio.Lock | None = None
+        self._closed = False
+        self._busy = 0  # send() calls under way; close() waits for them
+        self._idle: asyncio.Event | None = None
 
     async def force_metadata_update(self) -> bool:
         """Refresh the producer's metadata now; ``True`` once a new answer arrived."""
@@ -131,9 +136,20 @@ class AiokafkaClientView:
         return md.version > version
 
     async def send(self, node_id: int, request: Any, **kwargs: Any) -> Any:
-        """Send one of aiokafka's request objects to ``node_id``; aiokafka's response."""
-        client = await self._open()
-        return await client.send(node_id, request, **kwargs)
+        """Send one of aiokafka's request objects to ``node_id``; aiokafka's response.
+        Only while the producer runs (its ``stop()`` closes what this opens)."""
+        self._check_running()
+        if self._idle is None:
+            self._idle = asyncio.Event()
+        self._busy += 1
+        self._idle.clear()
+        try:
+            client = await self._open()
+            return await client.send(node_id, request, **kwargs)
+        finally:
+            self._busy -= 1
+            if not self._busy:
+                self._idle.set()
 
     async def _open(self) -> Any:
         if self._opening is None:
@@ -166,11 +182,22 @@ class AiokafkaClientView:
                             f"(after {time.monotonic() - started:.1f}s): {e}"
                         ) from e
                     raise
+                if self._closed:  # the producer stopped meanwhile: keep nothing open
+                    await client.close()
+                    raise ProducerClosedError(
+                        "producer.client: the producer stopped while aiokafka's client connected"
+                    )
                 self._aiokafka = client
             return self._aiokafka
 
     async def close(self) -> None:
-        """Close the aiokafka client, if ``send()`` opened one."""
+        """Close the aiokafka client, if ``send()`` opened one; ``send()`` opens no other."""
+        self._closed = True
+        # A send under way may be opening a connection that close() would not see (it
+        # is not among the client's yet): let it end first (aiokafka's request timeout
+        # bounds it), then close what is there.
+        if self._busy and self._idle is not None:
+            await self._idle.wait()
         client, self._aiokafka = self._aiokafka, None
         if client is not None:
             await client.close()
@@ -198,7 +225,10 @@ class AiokafkaInternals:
         topics through it): ``cluster``, ``send(node_id, request)``,
         ``force_metadata_update()``."""
         return AiokafkaClientView(
-            self._config, lambda: getattr(self, "_metadata", None), self._wakeup
+            self._config,
+            lambda: getattr(self, "_metadata", None),
+            self._wakeup,
+            self._check_running,
         )
 
     @functools.cached_property

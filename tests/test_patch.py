@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import inspect
 import sys
@@ -144,6 +145,8 @@ async def test_client_sends_aiokafka_requests(bootstrap: str, topic_factory: Top
         assert opened is not None
     assert client._aiokafka is None  # closed by stop(): its connections too
     assert opened._conns and not any(c.connected() for c in opened._conns.values())
+    with pytest.raises(aiokafka_lite.errors.ProducerClosedError):
+        await client.send(node_id, MetadataRequest([]))  # would open what nothing closes
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(created, timeout=10)
     assert len(md.topics[created].partitions) == 3
     await asyncio.sleep(0)
@@ -154,6 +157,8 @@ async def test_client_before_start_knows_nothing() -> None:
     assert producer.client.cluster.brokers() == set()
     assert producer.client.cluster.topics() == set()
     assert await producer.client.force_metadata_update() is False
+    with pytest.raises(aiokafka_lite.errors.ProducerNotStartedError):
+        await producer.client.send(0, MetadataRequest([]))
 
 
 async def test_partition_is_where_send_puts_the_key(
@@ -182,3 +187,21 @@ async def test_partition_is_where_send_puts_the_key(
             producer._partition(topic, 3, None, None, b"a", None)
     with pytest.raises(aiokafka_lite.errors.ProducerClosedError):
         producer._partition(topic, None, None, None, b"a", None)
+
+
+async def test_client_send_racing_stop_leaves_nothing_open(bootstrap: str) -> None:
+    """stop() while producer.client's first send() is still connecting aiokafka's client:
+    the send fails or completes, and no task or connection of that client outlives stop()."""
+    for delay in (0, 1, 3, 10):  # stop at different points of the send's bootstrap
+        producer = aiokafka_lite.AIOKafkaProducer(bootstrap_servers=bootstrap)
+        await producer.start()
+        node_id = next(iter(producer.client.cluster.brokers())).nodeId
+        sending = asyncio.create_task(producer.client.send(node_id, MetadataRequest([])))
+        for _ in range(delay):
+            await asyncio.sleep(0)
+        await producer.stop()
+        with contextlib.suppress(aiokafka_lite.errors.ProducerClosedError):
+            await sending  # refused, or answered before stop() closed the client
+        assert producer.client._aiokafka is None
+        await asyncio.sleep(0.05)  # aiokafka's closed connections finish closing
+        assert asyncio.all_tasks() == {asyncio.current_task()}, delay

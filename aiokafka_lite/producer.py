@@ -11,6 +11,7 @@ up (same bound).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 import threading
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from . import bulk_send, checks, compat, loop_check
 from .accumulator import SEND_BOUND, SEND_RECORD_MEMORY, RecordAccumulator
+from .aiokafka_client import AiokafkaClientView, AiokafkaInternals
 from .batch_builder import BatchBuilder
 from .client import NetworkClient
 from .compression import get_codec
@@ -84,11 +86,15 @@ def _no_fast_path(topic: Any, key: Any, value: Any) -> None:
     return None
 
 
-class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
+class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
     """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
 
     # What send()'s loop check compares (see _check_send): set by its first full check.
     _send_loop: Any = loop_check.NotChecked
+    # aiokafka's producer numbers its unnamed instances through the module-level name
+    # AIOKafkaProducer, which is this class after patch_aiokafka(): keep its counter here
+    # so that aiokafka's own producer can still be built (by code holding its class).
+    _PRODUCER_CLIENT_ID_SEQUENCE = 0
 
     def __init__(
         self,
@@ -180,7 +186,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         self._placement = placement = RecordPlacement(cfg)
         # Bound once, so that send() reads them as attributes of its own: the partitioner
         # and the key hash cache for its inline paths, the rest as its own methods.
-        self._partitioner = placement.partitioner
+        self._custom_partitioner = placement.partitioner
         self._hashes = placement.hashes
         self._hash_peek = placement.hashes.peek
         self._prepare = placement.prepare
@@ -209,8 +215,12 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         ]
         self._fast_append = _no_fast_path
 
-    @property
+    # Not properties: frameworks subclass the producer and keep their own attributes
+    # on it (kstreams sets ``self.config = kwargs`` before calling our __init__), so
+    # every public name aiokafka's producer lacks is one an instance can overwrite.
+    @functools.cached_property
     def config(self) -> ProducerConfig:
+        """The checked configuration (read-only: a new producer takes new options)."""
         return self._config
 
     @property
@@ -259,7 +269,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             self._client, self._metadata = runtime.client, runtime.metadata
             self._placement.metadata = runtime.metadata
             self._acc, self._sender = runtime.acc, runtime.sender
-            if not (self._wrapped or self._serializing or self._partitioner is not None):
+            if not (self._wrapped or self._serializing or self._custom_partitioner is not None):
                 path = SendPath(
                     runtime.metadata,
                     self._hashes,
@@ -328,7 +338,12 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             self._state = _CLOSING
             if timeout is None:
                 timeout = self._config.delivery_timeout_ms / 1000
-            await self._runtime.close(timeout, self._txn_result.handle)
+            try:
+                await self._runtime.close(timeout, self._txn_result.handle)
+            finally:
+                view = self.__dict__.get("client")  # opened only if a framework used it
+                if isinstance(view, AiokafkaClientView):
+                    await uncancellable(view.close())
         finally:
             self._state = _CLOSED
             stopping.set_result(None)
@@ -465,7 +480,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
                 if size > self._max_request_size:
                     self._prepare(topic, k, v, headers)  # raises, naming the topic
                 headers = None
-            if partition is None and k is not None and self._partitioner is None:
+            if partition is None and k is not None and self._custom_partitioner is None:
                 # keyed: the common case, with the hash cache's hit path inline
                 h = self._hash_peek(k)
                 partition = (self._hashes.hash(k) if h is None else h) % len(parts)

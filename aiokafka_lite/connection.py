@@ -145,7 +145,7 @@ class BrokerConnection(asyncio.Protocol):
             self.close(KafkaConnectionError(str(e)))
             raise AuthenticationFailedError(
                 f"TLS handshake with node {self.node_id} at {self.host}:{self.port} failed: "
-                f"{e.verify_message or e}"
+                + _verify_failure(e, self.host)
             ) from None
         except TimeoutError:
             # A plaintext listener reads a TLS ClientHello as the start of a huge
@@ -536,3 +536,21 @@ class BrokerConnection(asyncio.Protocol):
             if not fut.done():
                 fut.set_exception(exc)
         self._buf.clear()
+
+
+# OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
+_NAME_MISMATCH = (62, 64)
+
+
+def _verify_failure(e: ssl.SSLCertVerificationError, host: str) -> str:
+    """What failed in the broker's certificate, and what to check."""
+    reason = e.verify_message or str(e)
+    if e.verify_code in _NAME_MISMATCH:
+        return (
+            f"certificate verify failed: {reason} (the broker's certificate does not name "
+            f"{host!r}: connect with a name it holds)"
+        )
+    return (
+        f"certificate verify failed: {reason} (is ssl_cafile, or ssl_context's CA, the "
+        "one that signed the broker's certificate?)"
+    )

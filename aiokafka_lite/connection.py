@@ -234,8 +234,9 @@ class BrokerConnection(asyncio.Protocol):
             )
             if resp.error_code:
                 detail = resp.error_message or f"error code {resp.error_code}"
-                if isinstance(mechanism, OAuthBearer) and mechanism.server_error:
-                    detail += f" ({mechanism.server_error})"
+                server_error = isinstance(mechanism, OAuthBearer) and mechanism.server_error
+                if server_error and server_error not in detail:  # Kafka sends it as both
+                    detail += f" ({server_error})"
                 raise AuthenticationFailedError(
                     f"SASL {mechanism.name} authentication with {where} failed: {detail}"
                 )

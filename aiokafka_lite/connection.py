@@ -56,6 +56,9 @@ _SIZE = struct.Struct(">i")
 MAX_RESPONSE_SIZE = 100 * 1024 * 1024
 UNSUPPORTED_VERSION = 35
 UNSUPPORTED_SASL_MECHANISM = 33
+#: Apache Kafka refuses a re-authentication (ILLEGAL_SASL_STATE) that starts less than
+#: a second after the previous one started (KafkaChannel's minimum re-auth interval).
+MIN_REAUTH_INTERVAL = 1.0
 _UNSUPPORTED = struct.pack(">h", UNSUPPORTED_VERSION)
 
 R = TypeVar("R", bound=Response)
@@ -192,13 +195,14 @@ class BrokerConnection(asyncio.Protocol):
         assert security is not None
         name = security.sasl_mechanism
         assert name is not None
+        started = time.monotonic()
         mechanism, token_expiry = await security.new_mechanism()
         where = f"node {self.node_id} ({self.host}:{self.port})"
         await self._sasl_handshake(name, where)
         lifetime_ms = await self._sasl_exchange(mechanism, where)
         self.authentications += 1
         log.debug("%s: authenticated with SASL %s", where, name)
-        self._schedule_reauth(lifetime_ms, token_expiry)
+        self._schedule_reauth(lifetime_ms, token_expiry, started)
 
     async def _sasl_handshake(self, name: str, where: str) -> None:
         try:
@@ -250,10 +254,13 @@ class BrokerConnection(asyncio.Protocol):
                 ) from None
         return lifetime_ms
 
-    def _schedule_reauth(self, lifetime_ms: int, token_expiry: float | None) -> None:
+    def _schedule_reauth(
+        self, lifetime_ms: int, token_expiry: float | None, started: float
+    ) -> None:
         # The broker closes a connection whose session expired (KIP-368), so
         # start again at 85-95% of the lifetime, as Java does; the jitter keeps
         # the connections of many producers from re-authenticating at once.
+        # Never sooner than Kafka allows: a session that short cannot be kept.
         if lifetime_ms <= 0:
             return
         now = time.monotonic()
@@ -261,6 +268,7 @@ class BrokerConnection(asyncio.Protocol):
         if token_expiry is not None:
             expires = min(expires, token_expiry)
         due = now + max(0.0, expires - now) * random.uniform(0.85, 0.95)
+        due = max(due, started + MIN_REAUTH_INTERVAL)
         self._reauth_timer = self._loop.call_at(
             self._loop.time() + (due - now), self._on_reauth_due
         )

@@ -184,3 +184,49 @@ def secure_kafka(work_dir: Path) -> Iterator[SecureKafka]:
     )
     with cluster:
         yield SecureKafka(cluster, certs, other)
+
+
+#: The OIDC listener's ``connections.max.reauth.ms``: long, so that the token's
+#: expiry is what ends a session.
+OIDC_REAUTH_MS = 60_000
+
+
+@contextmanager
+def oidc_kafka(work_dir: Path, jwks_url: str, issuer: str, audience: str) -> Iterator[KafkaCluster]:
+    """One node whose OIDC listener (SASL_PLAINTEXT, OAUTHBEARER) validates JWTs with
+    Kafka's own ``OAuthBearerValidatorCallbackHandler`` against ``jwks_url``.
+
+    Kafka 4.x fetches only URLs allowed by the ``org.apache.kafka.sasl.oauthbearer
+    .allowed.urls`` system property; the node gets it for ``jwks_url``. Kafka 4.1.1's
+    default ``DefaultJwtValidator`` was found to accept tokens signed by any key and
+    from any issuer here (it fell back to the client-side validator, which checks no
+    signature), so ``BrokerJwtValidator`` is named, broker-wide.
+    """
+    validator = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+    oidc = Listener(
+        "OIDC",
+        "SASL_PLAINTEXT",
+        {
+            "sasl.enabled.mechanisms": "OAUTHBEARER",
+            "oauthbearer.sasl.jaas.config": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+            ),
+            "oauthbearer.sasl.server.callback.handler.class": validator,
+            "oauthbearer.connections.max.reauth.ms": str(OIDC_REAUTH_MS),
+        },
+    )
+    cluster = KafkaCluster(
+        work_dir / "kafka-oidc",
+        listeners=[Listener("PLAINTEXT"), oidc],
+        settings={
+            "sasl.oauthbearer.jwt.validator.class": (
+                "org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator"
+            ),
+            "sasl.oauthbearer.jwks.endpoint.url": jwks_url,
+            "sasl.oauthbearer.expected.issuer": issuer,
+            "sasl.oauthbearer.expected.audience": audience,
+        },
+        jvm_options=[f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={jwks_url}"],
+    )
+    with cluster:
+        yield cluster

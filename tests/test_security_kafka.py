@@ -117,7 +117,7 @@ async def test_wrong_password_is_a_clear_authentication_error(
     began = time.monotonic()
     with pytest.raises(AuthenticationFailedError) as caught:
         await asyncio.wait_for(producer.start(), 30)
-    assert time.monotonic() - began < 10  # not retried until request_timeout_ms
+    assert time.monotonic() - began < 15  # not retried until request_timeout_ms (30 s)
     assert isinstance(caught.value, aiokafka.errors.AuthenticationFailedError)
     message = str(caught.value)
     assert f"SASL {mechanism}" in message

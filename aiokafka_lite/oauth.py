@@ -32,7 +32,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from ._http import HttpError, post_form
 from .security import OAuthToken
@@ -53,6 +53,7 @@ elif importlib.util.find_spec("aiokafka") is not None:
 else:
     _Base = ABC
 
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 #: After a failed refresh with the old token still valid, try again this soon (s) at most.
 RETRY_AFTER_FAILURE = 10.0
 
@@ -178,6 +179,13 @@ class OIDCClientCredentials(RefreshingTokenProvider):
             raise ValueError(f"token_endpoint_url must be an http(s) URL: {token_endpoint_url!r}")
         if not client_id:
             raise ValueError("client_id must not be empty")
+        host = urlsplit(token_endpoint_url).hostname or ""
+        if token_endpoint_url.startswith("http://") and host not in _LOOPBACK:
+            log.warning(
+                "OIDCClientCredentials: %s is plain http: the client secret and tokens "
+                "cross the network unencrypted (use https)",
+                token_endpoint_url,
+            )
         self.token_endpoint_url = token_endpoint_url
         self.client_id = client_id
         self._client_secret = client_secret

@@ -52,10 +52,10 @@ class Counting(RefreshingTokenProvider):
 
 
 async def test_token_is_reused_until_its_refresh_point_then_refetched() -> None:
-    provider = Counting(1.0, refresh_factor=0.5)
+    provider = Counting(4.0, refresh_factor=0.25)
     assert await provider.token() == "t1"
     assert await provider.token() == "t1"  # cached
-    await asyncio.sleep(0.6)  # past 50 % of its life
+    await asyncio.sleep(1.1)  # past 25 % of its life
     assert await provider.token() == "t2"
     assert (await provider.oauth_token()).expires_at is not None
 
@@ -67,12 +67,13 @@ async def test_concurrent_callers_share_one_fetch() -> None:
 
 
 async def test_failed_refresh_keeps_the_valid_token_then_raises_once_expired() -> None:
-    provider = Counting(0.6, refresh_factor=0.1)
+    provider = Counting(2.0, refresh_factor=0.05)
     assert await provider.token() == "t1"
     provider.fail = True
-    await asyncio.sleep(0.1)
-    assert await provider.token() == "t1"  # refresh failed; t1 has ~0.5 s left
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(0.2)
+    assert await provider.token() == "t1"  # refresh failed; t1 has ~1.8 s left
+    assert provider.calls == 2
+    await asyncio.sleep(2.0)
     provider.invalidate()
     with pytest.raises(RuntimeError, match="identity provider down"):
         await provider.token()
@@ -232,3 +233,12 @@ def test_msk_iam_without_the_extra_says_how_to_install(monkeypatch: pytest.Monke
     monkeypatch.setattr(msk.importlib, "import_module", missing)
     with pytest.raises(ConfigError, match=r"aiokafka-lite\[msk\]"):
         msk.MSKIAMTokenProvider("us-east-1")
+
+
+def test_oidc_over_plain_http_to_another_host_warns(caplog: pytest.LogCaptureFixture) -> None:
+    OIDCClientCredentials("http://127.0.0.1:8080/token", "c", "s")
+    assert not caplog.records  # loopback: a local test endpoint
+    with pytest.raises(ValueError, match="http"):
+        OIDCClientCredentials("ftp://idp.example.com/token", "c", "s")
+    OIDCClientCredentials("http://idp.example.com/token", "c", "s")
+    assert "unencrypted" in caplog.text and "idp.example.com" in caplog.text

@@ -34,7 +34,7 @@ pytestmark = [
 
 CLIENT, SECRET = "orders-service", "s3cret-Value/with:odd&chars"
 #: Each token's lifetime: short, so that tokens expire while records stream.
-LIFETIME = 4.0
+LIFETIME = 6.0
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ async def new_topic(kafka: KafkaCluster, partitions: int = 2) -> str:
 async def test_token_that_expires_mid_stream_loses_and_duplicates_nothing(
     kafka: KafkaCluster, idp: LocalIdP
 ) -> None:
-    """4 s tokens, records streaming for 14 s: Kafka ends each session when its token
+    """6 s tokens, records streaming for 13 s: Kafka ends each session when its token
     expires, so the leader's one connection must re-authenticate with a fresh token
     from the endpoint each time; confluent-kafka reads every record once, in order."""
     provider = OIDCClientCredentials(idp.token_url, CLIENT, SECRET, scope="kafka")
@@ -78,7 +78,7 @@ async def test_token_that_expires_mid_stream_loses_and_duplicates_nothing(
         await producer.partitions_for(topic)
         leader = producer._client.connection(1)  # the node's one connection (internal)
         assert leader is not None
-        deadline = time.monotonic() + 3 * LIFETIME + 2
+        deadline = time.monotonic() + 2 * LIFETIME + 1
         i = 0
         while time.monotonic() < deadline:
             futures.append(await producer.send(topic, b"%d" % i, key=b"%d" % (i % 2)))
@@ -86,8 +86,8 @@ async def test_token_that_expires_mid_stream_loses_and_duplicates_nothing(
             await asyncio.sleep(0.01)
         results = await asyncio.wait_for(asyncio.gather(*futures), 30)
         assert producer._client.connection(1) is leader  # never cut off, never reconnected
-        assert leader.authentications >= 4
-    assert provider.fetches >= 4 and len(idp.issued) == provider.fetches
+        assert leader.authentications >= 3
+    assert provider.fetches >= 3 and len(idp.issued) == provider.fetches
     assert all(r["basic"] for r in idp.requests)  # client secret in the Basic header
     written = sorted((md.partition, md.offset, b"%d" % n) for n, md in enumerate(results))
     for partition in {p for p, _, _ in written}:

@@ -56,6 +56,9 @@ _SIZE = struct.Struct(">i")
 MAX_RESPONSE_SIZE = 100 * 1024 * 1024
 UNSUPPORTED_VERSION = 35
 UNSUPPORTED_SASL_MECHANISM = 33
+#: Apache Kafka refuses a re-authentication (ILLEGAL_SASL_STATE) that starts less than
+#: a second after the previous one started (KafkaChannel's minimum re-auth interval).
+MIN_REAUTH_INTERVAL = 1.0
 _UNSUPPORTED = struct.pack(">h", UNSUPPORTED_VERSION)
 _QUOTED = 40  # bytes of a server's non-Kafka answer quoted in the error
 
@@ -160,7 +163,7 @@ class BrokerConnection(asyncio.Protocol):
             self.close(KafkaConnectionError(str(e)))
             raise AuthenticationFailedError(
                 f"TLS handshake with node {self.node_id} at {self.host}:{self.port} failed: "
-                f"{e.verify_message or e}"
+                + _verify_failure(e, self.host)
             ) from None
         except TimeoutError:
             # A plaintext listener reads a TLS ClientHello as the start of a huge
@@ -228,13 +231,14 @@ class BrokerConnection(asyncio.Protocol):
         assert security is not None
         name = security.sasl_mechanism
         assert name is not None
+        started = time.monotonic()
         mechanism, token_expiry = await security.new_mechanism()
         where = f"node {self.node_id} ({self.host}:{self.port})"
         await self._sasl_handshake(name, where)
         lifetime_ms = await self._sasl_exchange(mechanism, where)
         self.authentications += 1
         log.debug("%s: authenticated with SASL %s", where, name)
-        self._schedule_reauth(lifetime_ms, token_expiry)
+        self._schedule_reauth(lifetime_ms, token_expiry, started)
 
     async def _sasl_handshake(self, name: str, where: str) -> None:
         try:
@@ -270,8 +274,9 @@ class BrokerConnection(asyncio.Protocol):
             )
             if resp.error_code:
                 detail = resp.error_message or f"error code {resp.error_code}"
-                if isinstance(mechanism, OAuthBearer) and mechanism.server_error:
-                    detail += f" ({mechanism.server_error})"
+                server_error = isinstance(mechanism, OAuthBearer) and mechanism.server_error
+                if server_error and server_error not in detail:  # Kafka sends it as both
+                    detail += f" ({server_error})"
                 raise AuthenticationFailedError(
                     f"SASL {mechanism.name} authentication with {where} failed: {detail}"
                 )
@@ -285,10 +290,13 @@ class BrokerConnection(asyncio.Protocol):
                 ) from None
         return lifetime_ms
 
-    def _schedule_reauth(self, lifetime_ms: int, token_expiry: float | None) -> None:
+    def _schedule_reauth(
+        self, lifetime_ms: int, token_expiry: float | None, started: float
+    ) -> None:
         # The broker closes a connection whose session expired (KIP-368), so
         # start again at 85-95% of the lifetime, as Java does; the jitter keeps
         # the connections of many producers from re-authenticating at once.
+        # Never sooner than Kafka allows: a session that short cannot be kept.
         if lifetime_ms <= 0:
             return
         now = time.monotonic()
@@ -296,6 +304,7 @@ class BrokerConnection(asyncio.Protocol):
         if token_expiry is not None:
             expires = min(expires, token_expiry)
         due = now + max(0.0, expires - now) * random.uniform(0.85, 0.95)
+        due = max(due, started + MIN_REAUTH_INTERVAL)
         self._reauth_timer = self._loop.call_at(
             self._loop.time() + (due - now), self._on_reauth_due
         )
@@ -599,3 +608,21 @@ class BrokerConnection(asyncio.Protocol):
             if not fut.done():
                 fut.set_exception(exc)
         self._buf.clear()
+
+
+# OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
+_NAME_MISMATCH = (62, 64)
+
+
+def _verify_failure(e: ssl.SSLCertVerificationError, host: str) -> str:
+    """What failed in the broker's certificate, and what to check."""
+    reason = e.verify_message or str(e)
+    if e.verify_code in _NAME_MISMATCH:
+        return (
+            f"certificate verify failed: {reason} (the broker's certificate does not name "
+            f"{host!r}: connect with a name it holds)"
+        )
+    return (
+        f"certificate verify failed: {reason} (is ssl_cafile, or ssl_context's CA, the "
+        "one that signed the broker's certificate?)"
+    )

@@ -152,9 +152,26 @@ class BackgroundTasks:
         if group is None:
             self._launch()
             self._queued.append((handle, fn, args))
+        elif asyncio.current_task() is None:
+            # A protocol or timer callback (a response that makes re-authentication
+            # due): anyio starts tasks only from a task, so one starts it there.
+            asyncio.get_running_loop().create_task(
+                self._start_from_task(handle, fn, args), name=f"{name}.spawn"
+            )
         else:
             group.start_soon(self._run, handle, fn, args, name=name)
         return handle
+
+    async def _start_from_task(
+        self, handle: Handle[T], fn: Callable[..., Awaitable[T]], args: tuple[Any, ...]
+    ) -> None:
+        group = self._group
+        if group is None:  # closed meanwhile
+            self._handles.discard(handle)
+            if not handle._future.done():
+                handle._future.set_exception(handle._stop or _closed(handle.name))
+            return
+        group.start_soon(self._run, handle, fn, args, name=handle.name)
 
     async def _run(
         self, handle: Handle[T], fn: Callable[..., Awaitable[T]], args: tuple[Any, ...]

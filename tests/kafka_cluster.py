@@ -133,7 +133,8 @@ class KafkaCluster:
 
     ``listeners`` are the client listeners (the first is also the inter-broker one
     unless ``inter_broker`` names another); ``PLAINTEXT`` alone by default.
-    ``settings`` are added to every node's ``server.properties`` (and win).
+    ``settings`` are added to every node's ``server.properties`` (and win);
+    ``format_args`` are passed to the storage format step (``--add-scram ...``).
     """
 
     def __init__(
@@ -147,6 +148,7 @@ class KafkaCluster:
         heap: str = DEFAULT_HEAP,
         jvm_options: Iterable[str] = (),
         start_timeout: float = 90.0,
+        format_args: Iterable[str] = (),
     ) -> None:
         self.dir = Path(work_dir)
         self.listeners = list(listeners)
@@ -154,6 +156,8 @@ class KafkaCluster:
         self.settings = dict(settings or {})
         self.heap = heap
         self.jvm_options = list(jvm_options)
+        #: extra ``StorageTool format`` arguments, e.g. ``--add-scram`` for SCRAM users
+        self.format_args = list(format_args)
         self.start_timeout = start_timeout
         self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self.nodes = [
@@ -271,6 +275,7 @@ class KafkaCluster:
                     "-c",
                     str(config),
                     "--ignore-formatted",
+                    *self.format_args,
                 ),
                 capture_output=True,
                 text=True,

@@ -31,6 +31,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from . import speedups
+from .failure_copies import own_copy
 from .structs import RecordMetadata, TopicPartition
 
 __all__ = ["FUTURES_MEMORY", "RECORD_MEMORY", "PyRecordFutures", "RecordFutures"]
@@ -112,13 +113,13 @@ class RecordFutures:
         self._release()
 
     def fail(self, exc: BaseException) -> None:
-        """Fail every future not done yet with ``exc``."""
+        """Fail every future not done yet with its own copy of ``exc`` (see failure_copies)."""
         if self.settled:
             return
         self.settled = True
         for fut in self.futures:
             if not fut.done():
-                fut.set_exception(exc)
+                fut.set_exception(own_copy(exc))
         self._release()
 
     def _release(self) -> None:

@@ -35,8 +35,9 @@ cdef object _set_exception = _Future.set_exception
 # its slot in the batch's list (8, and 4 as the list grows ahead of use) and its offset
 # delta and timestamp (2 x 8, and 8 as the array grows ahead of use).
 RECORD_MEMORY = 144 + 64 + 8 + 4 + 16 + 8
-# Bytes a batch's RecordFutures holds besides its records': the object (72), its list (56).
-FUTURES_MEMORY = 72 + 56
+# Bytes a batch's RecordFutures holds besides its records': the object (80, GC header
+# included), its list (56).
+FUTURES_MEMORY = 80 + 56
 
 cdef enum:
     TIMESTAMP_CREATE_TIME = 0

@@ -367,7 +367,10 @@ async def callback_raises(kit: Any) -> list[Any]:
     finally:
         loop.set_exception_handler(previous)
     # The context's keys are asyncio's (a handler may read ctx["handle"]).
-    return [calls, [(type(c["exception"]).__name__, c["exception"].args, sorted(c)) for c in reported]]
+    return [
+        calls,
+        [(type(c["exception"]).__name__, c["exception"].args, sorted(c)) for c in reported],
+    ]
 
 
 async def wait_first_and_all(kit: Any) -> list[Any]:

@@ -117,7 +117,8 @@ def test_anyio_cancel_scope_after_delivery_on_uvloop(
     topic = topic_factory()
     seen = {
         name: in_own_loop(
-            LOOPS[loop_name], lambda _, cls=cls: cancel_scope_fires_after_delivery(cls, bootstrap, topic)
+            LOOPS[loop_name],
+            lambda _, cls=cls: cancel_scope_fires_after_delivery(cls, bootstrap, topic),
         )[0]
         for name, cls in IMPLS.items()
     }
@@ -164,11 +165,14 @@ def test_cycles_through_a_delivered_future_are_collected(
     seen: dict[str, Any] = {}
     for name, cls in IMPLS.items():
         keys, contexts_cycle_collected = in_own_loop(
-            LOOPS[loop_name], lambda loop, cls=cls: handler_keeps_contexts(cls, bootstrap, topic, loop)
+            LOOPS[loop_name],
+            lambda loop, cls=cls: handler_keeps_contexts(cls, bootstrap, topic, loop),
         )
         producers: list[weakref.ref[Any]] = []
 
-        async def app_keeps_futures(loop: Any, cls: Any = cls) -> None:
+        async def app_keeps_futures(
+            loop: Any, cls: Any = cls, producers: list[Any] = producers
+        ) -> None:
             app = App()
             loop.set_exception_handler(app)
             app.producer, fut = await delivered(cls, bootstrap, topic)
@@ -195,9 +199,11 @@ def test_a_producer_never_stopped_lets_its_loop_go(
     for name, cls in IMPLS.items():
         producers: list[weakref.ref[Any]] = []
 
-        async def never_stopped(loop: Any, cls: Any = cls) -> None:
+        async def never_stopped(
+            loop: Any, cls: Any = cls, producers: list[Any] = producers
+        ) -> None:
             loop.set_exception_handler(lambda *_: None)  # "Task was destroyed", "Unclosed"
-            producer, fut = await delivered(cls, bootstrap, topic)
+            producer, _ = await delivered(cls, bootstrap, topic)
             producers.append(weakref.ref(producer))
 
         loop = LOOPS[loop_name]()

@@ -17,7 +17,10 @@ from .base import BrokerResponseError, KafkaError, KafkaTimeoutError
 __all__ = [
     "InvalidTopicNameError",
     "RecordTooLargeError",
-    "UnknownTopicTimeoutError", "error_from_response", "for_code"]
+    "UnknownTopicTimeoutError",
+    "error_from_response",
+    "for_code",
+]
 
 _TABLE = """
   -1 UNKNOWN_SERVER_ERROR                  -- UnknownServerException

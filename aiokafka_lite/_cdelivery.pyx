@@ -1,13 +1,22 @@
 # cython: language_level=3
 """Compiled twin of :mod:`aiokafka_lite.delivery`: a batch's futures, resolved from C.
 
-The futures are :class:`asyncio.Future` objects, made and resolved exactly as the pure
-twin does (``asyncio.Future(loop=loop)`` on asyncio's own loops, ``loop.create_future()``
-on others; ``set_result``/``set_exception`` per future, so asyncio schedules their done
-callbacks). What is compiled is the loop around them: each record's offset delta and
-timestamp are kept as C integers (not two int objects and two list slots), and the
-batch's futures are resolved, with their RecordMetadata built, without interpreting a
-Python loop.
+The futures are :class:`asyncio.Future` objects, made as the pure twin makes them
+(``asyncio.Future(loop=loop)`` on asyncio's own loops, ``loop.create_future()`` on
+others). Each record's offset delta and timestamp are kept as C integers (not two int
+objects and two list slots), and the batch's futures are resolved, with their
+RecordMetadata built, without interpreting a Python loop.
+
+``complete`` also saves asyncio's per-callback scheduling. asyncio's ``set_result``
+hands each done callback to ``loop.call_soon`` (a Handle, a ready-queue entry and a
+loop turn each, in Python); here the batch's callbacks are taken off their futures
+(``_callbacks``, ``remove_done_callback``), every future is set, and ONE loop callback
+runs them all, in the order and each in the context asyncio would have run them. Seen
+from the loop nothing differs: asyncio would have queued exactly these callbacks,
+consecutively, at this moment, and runs a ready queue first in, first out; a callback
+that raises is reported with asyncio's context (``message``, ``exception``, ``handle``).
+Only plain functions and methods are taken (their ``==`` is identity); in debug mode, or
+for any other callable, asyncio schedules them itself.
 """
 
 cimport cython
@@ -15,6 +24,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.stdint cimport int64_t
 
 import asyncio
+import types
+from asyncio import events
 
 from aiokafka_lite.failure_copies import own_copy
 from aiokafka_lite.structs import RecordMetadata
@@ -28,6 +39,13 @@ cdef object _own_copy = own_copy
 cdef object _done = _Future.done
 cdef object _set_result = _Future.set_result
 cdef object _set_exception = _Future.set_exception
+cdef object _get_callbacks = _Future.__dict__["_callbacks"].__get__
+cdef object _remove_done_callback = _Future.remove_done_callback
+cdef object _Handle = events.Handle
+# Callables whose == is identity (so removing one removes exactly it) and cannot run code.
+cdef frozenset _PLAIN = frozenset(
+    {types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType}
+)
 
 # Bytes one pending record's delivery holds (see delivery.RECORD_MEMORY; measured by
 # benchmarks/record_memory.py): its asyncio.Future (144, GC header included), the
@@ -102,6 +120,8 @@ cdef class RecordFutures:
         cdef int ts_type = (
             TIMESTAMP_CREATE_TIME if log_append_time == -1 else TIMESTAMP_LOG_APPEND_TIME
         )
+        cdef list ready = None
+        cdef bint batched = not self.loop.get_debug()
         self._release()  # (the batch may be kept a while: not its records' futures)
         try:
             for i in range(len(futures)):
@@ -113,11 +133,20 @@ cdef class RecordFutures:
                 ts = log_append_time if ts_type == TIMESTAMP_LOG_APPEND_TIME else slots[2 * i + 1]
                 md = _RecordMetadata(topic, partition, tp, offset, ts, ts_type, log_start_offset)
                 if exact:
+                    if batched:
+                        callbacks = _take_callbacks(fut)
+                        if callbacks is not None:
+                            if ready is None:
+                                ready = []
+                            ready.append(fut)
+                            ready.append(callbacks)
                     _set_result(fut, md)
                 else:
                     fut.set_result(md)
         finally:
             PyMem_Free(slots)
+            if ready is not None:  # (also if something above raised: none is lost)
+                self.loop.call_soon(_run_callbacks, self.loop, ready)
 
     def complete_none(self):
         """Resolve every future to None (acks=0: the broker says nothing about the batch)."""
@@ -156,3 +185,54 @@ cdef class RecordFutures:
     cdef void _release_all(self):
         PyMem_Free(self._slots)
         self._release()
+
+
+cdef object _take_callbacks(object fut):
+    """The done callbacks of a pending asyncio.Future, taken off it (None: it has none,
+    or one that is not a plain function or method, and asyncio runs them as usual)."""
+    callbacks = _get_callbacks(fut)
+    if not callbacks:
+        return None
+    for fn, ctx in callbacks:
+        if type(fn) not in _PLAIN:
+            return None
+    for fn, ctx in callbacks:
+        _remove_done_callback(fut, fn)
+    return callbacks
+
+
+def _run_callbacks(loop, list ready):
+    """Run the callbacks taken by complete(): ``ready`` is future, [(fn, context), ...]
+    pairs; each runs as an asyncio Handle would run it."""
+    cdef Py_ssize_t i, j, n = len(ready)
+    cdef list callbacks
+    for i in range(0, n, 2):
+        fut = ready[i]
+        callbacks = ready[i + 1]
+        for j in range(len(callbacks)):
+            fn, ctx = callbacks[j]
+            try:
+                ctx.run(fn, fut)
+            except (SystemExit, KeyboardInterrupt):
+                # As from a Handle, they stop the loop; what is left runs after.
+                rest = [fut, callbacks[j + 1:]] + ready[i + 2:]
+                loop.call_soon(_run_callbacks, loop, rest)
+                raise
+            except BaseException as exc:
+                handle = _Handle(fn, (fut,), loop, ctx)
+                loop.call_exception_handler(
+                    {
+                        "message": f"Exception in callback {_format_callback(fn, fut)}",
+                        "exception": exc,
+                        "handle": handle,
+                    }
+                )
+
+
+cdef str _format_callback(object fn, object fut):
+    try:
+        from asyncio.format_helpers import _format_callback_source
+
+        return _format_callback_source(fn, (fut,))
+    except Exception:  # (a private helper of asyncio's: its message if it is there)
+        return repr(fn)

@@ -369,7 +369,11 @@ async def callback_raises(kit: Any) -> list[Any]:
     # The context's keys are asyncio's (a handler may read ctx["handle"]).
     return [
         calls,
-        [(type(c["exception"]).__name__, c["exception"].args, sorted(c)) for c in reported],
+        [
+            (type(c["exception"]).__name__, c["exception"].args, sorted(c))
+            + (c["message"], type(c["handle"]).__name__, len(c["handle"]._args))
+            for c in reported
+        ],
     ]
 
 
@@ -589,10 +593,20 @@ async def test_contexts_errors_and_unretrieved_exceptions(cls: Any) -> None:
         ["at add_done_callback", "explicit context"],
         "later",
     ]
-    assert await side_by_side(cls, callback_raises) == [
-        ["boom", "after boom", "f1"],
-        [("RuntimeError", ("callback failed",), ["exception", "handle", "message"])],
-    ]
+    calls, reported = await side_by_side(cls, callback_raises)
+    assert calls == ["boom", "after boom", "f1"]
+    ((name, args, keys, message, handle_type, handle_args),) = reported
+    assert (name, args, keys) == (
+        "RuntimeError",
+        ("callback failed",),
+        [
+            "exception",
+            "handle",
+            "message",
+        ],
+    )
+    assert message.startswith("Exception in callback ") and "boom" in message
+    assert handle_type == "Handle" and handle_args == 1
     assert await side_by_side(cls, callback_added_in_the_iteration_after_completion) == [
         "batch",
         "scheduled before the add",
@@ -725,3 +739,40 @@ async def test_a_topic_named_by_a_str_subclass_is_reported_as_named(cls: Any) ->
     futures.complete(tp, BASE_OFFSET, -1, LOG_START)
     await settle()
     assert fut.result().topic == "t" and fut.result().offset == BASE_OFFSET
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+def test_a_callback_raising_keyboard_interrupt_stops_the_loop_and_the_rest_run_later(
+    cls: Any,
+) -> None:
+    """As from an asyncio Handle: KeyboardInterrupt leaves the loop; the other callbacks
+    of the batch run when the loop runs again."""
+
+    def scenario(kit: Any) -> list[Any]:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        calls: list[str] = []
+        try:
+
+            async def make() -> Batch:
+                return kit.batch(2)
+
+            batch = loop.run_until_complete(make())
+
+            def interrupt(_: Any) -> None:
+                calls.append("interrupt")
+                raise KeyboardInterrupt
+
+            batch.futures[0].add_done_callback(interrupt)
+            batch.futures[1].add_done_callback(lambda f: calls.append("f1"))
+            loop.call_soon(batch.complete)
+            with pytest.raises(KeyboardInterrupt):
+                loop.run_until_complete(asyncio.sleep(0.01))
+            calls.append("loop left")
+            loop.run_until_complete(asyncio.sleep(0.01))
+            return calls
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+    assert scenario(OurKit(cls)) == scenario(ReferenceKit()) == ["interrupt", "loop left", "f1"]

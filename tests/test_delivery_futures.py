@@ -370,8 +370,14 @@ async def callback_raises(kit: Any) -> list[Any]:
     return [
         calls,
         [
-            (type(c["exception"]).__name__, c["exception"].args, sorted(c))
-            + (c["message"], type(c["handle"]).__name__, len(c["handle"]._args))
+            (
+                type(c["exception"]).__name__,
+                c["exception"].args,
+                sorted(c),
+                c["message"],
+                type(c["handle"]).__name__,
+                len(c["handle"]._args),
+            )
             for c in reported
         ],
     ]

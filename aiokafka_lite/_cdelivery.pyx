@@ -7,7 +7,7 @@ others). Each record's offset delta and timestamp are kept as C integers (not tw
 objects and two list slots), and the batch's futures are resolved, with their
 RecordMetadata built, without interpreting a Python loop.
 
-``complete`` also saves asyncio's per-callback scheduling. asyncio's ``set_result``
+``complete`` and ``fail`` also save asyncio's per-callback scheduling. asyncio's ``set_result``
 hands each done callback to ``loop.call_soon`` (a Handle, a ready-queue entry and a
 loop turn each, in Python); here the batch's callbacks are taken off their futures
 (``_callbacks``, ``remove_done_callback``), every future is set, and ONE loop callback
@@ -168,13 +168,26 @@ cdef class RecordFutures:
             return
         self.settled = True
         cdef list futures = self.futures
+        cdef list ready = None
+        cdef bint batched = not self.loop.get_debug()
         self._release_all()
-        for fut in futures:
-            if type(fut) is _Future:
-                if not _done(fut):
-                    _set_exception(fut, _own_copy(exc))
-            elif not fut.done():
-                fut.set_exception(_own_copy(exc))
+        try:
+            for fut in futures:
+                if type(fut) is _Future:
+                    if not _done(fut):
+                        if batched:
+                            callbacks = _take_callbacks(fut)
+                            if callbacks is not None:
+                                if ready is None:
+                                    ready = []
+                                ready.append(fut)
+                                ready.append(callbacks)
+                        _set_exception(fut, _own_copy(exc))
+                elif not fut.done():
+                    fut.set_exception(_own_copy(exc))
+        finally:
+            if ready is not None:  # (as complete: one loop callback runs them all)
+                self.loop.call_soon(_run_callbacks, self.loop, ready)
 
     cdef void _release(self):
         # The futures and the slots pass to the caller, which frees the slots.

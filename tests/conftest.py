@@ -82,13 +82,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("broker", params, indirect=True, scope="session")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The Spark tests share one standalone cluster, started by a session fixture: in
     # parallel workers, each worker running some would start a cluster of its own. One
     # xdist group sends them all to one worker (with --dist loadgroup, the default here).
     for item in items:
         if item.get_closest_marker("spark") is not None:
             item.add_marker(pytest.mark.xdist_group("spark"))
+    # A test whose own param picks librdkafka's mock cluster ("mock") does not use the
+    # session broker: its [kafka] copy would repeat the [tansu] one.
+    repeats = [
+        item
+        for item in items
+        if _params(item).get("broker") == "kafka" and "mock" in _params(item).values()
+    ]
+    if repeats:
+        config.hook.pytest_deselected(items=repeats)
+        items[:] = [item for item in items if item not in repeats]
+
+
+def _params(item: pytest.Item) -> dict[str, object]:
+    callspec = getattr(item, "callspec", None)
+    return dict(callspec.params) if callspec is not None else {}
 
 
 # -- Apache Kafka: one node per worker, started on first use, stopped at session end -----

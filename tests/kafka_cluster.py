@@ -161,6 +161,7 @@ class KafkaCluster:
         heap: str = DEFAULT_HEAP,
         jvm_options: Iterable[str] = (),
         start_timeout: float = 90.0,
+        format_options: Iterable[str] = (),
     ) -> None:
         self.dir = Path(work_dir)
         self.listeners = list(listeners)
@@ -169,6 +170,9 @@ class KafkaCluster:
         self.heap = heap
         self.jvm_options = list(jvm_options)
         self.start_timeout = start_timeout
+        #: Extra options of the storage tool's ``format`` (e.g. ``--feature
+        #: transaction.version=1`` for a 4.x cluster without KIP-890's transactions v2).
+        self.format_options = list(format_options)
         self.cluster_id = _cluster_id()
         self.nodes = [
             KafkaNode(
@@ -285,6 +289,7 @@ class KafkaCluster:
                     "-c",
                     str(config),
                     "--ignore-formatted",
+                    *self.format_options,
                 ),
                 capture_output=True,
                 text=True,

@@ -42,6 +42,7 @@ from mockcluster import API_INIT_PRODUCER_ID, API_PRODUCE, MockCluster
 from txnlog import ABORT, COMMIT, committed_view, read_confluent, read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, OffsetAndMetadata, TopicPartition
+from aiokafka_lite.connection import BrokerConnection
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     ConfigError,
@@ -743,6 +744,7 @@ async def test_transaction_version(
     bootstrap: str,
     topic_factory: TopicFactory,
     producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Apache Kafka 4.1 finalizes transaction.version 2 (KIP-890): the producer runs
     transactions v2, every EndTxn (v5) gives the next transaction a new epoch, and offsets
@@ -751,6 +753,18 @@ async def test_transaction_version(
     committed records where the broker filters aborted ones (Apache Kafka)."""
     topic = topic_factory(3)
     group = f"g-{uuid.uuid4().hex}"
+    sent: dict[str, set[int]] = {}  # request class -> the versions written
+    original = BrokerConnection.send
+
+    def recording(
+        self: BrokerConnection, request: Any, version: int | None = None, **kw: Any
+    ) -> Any:
+        fut = original(self, request, version, **kw)
+        v = version if version is not None else self.version_for(type(request))
+        sent.setdefault(type(request).__name__, set()).add(v)
+        return fut
+
+    monkeypatch.setattr(BrokerConnection, "send", recording)
     p = await started(producer_factory, bootstrap, txn_id())
     txn = p._sender.transactions
     assert txn is not None
@@ -773,8 +787,13 @@ async def test_transaction_version(
         epochs.append(txn.idem.epoch)
     if v2:
         assert epochs == [epochs[0] + i for i in range(4)]  # one more per EndTxn
+        assert sent["ProduceRequest"] == {12} and sent["EndTxnRequest"] == {5}
+        assert sent["TxnOffsetCommitRequest"] == {5}
+        assert "AddPartitionsToTxnRequest" not in sent and "AddOffsetsToTxnRequest" not in sent
     else:
         assert epochs == [epochs[0]] * 4
+        assert max(sent["ProduceRequest"]) <= 11 and sent["EndTxnRequest"] == {4}
+        assert "AddPartitionsToTxnRequest" in sent and "AddOffsetsToTxnRequest" in sent
     seen = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_committed", 18)
     for v in committed:
         assert seen.count(v) == 1, v

@@ -59,6 +59,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return max(MIN_WORKERS, WORKERS_PER_CPU * (os.cpu_count() or 1))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--brokers",
+        default=",".join(BROKERS),
+        help=f"the session brokers the integration tests run on (default: {','.join(BROKERS)})",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -78,7 +86,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             'mark it @pytest.mark.tansu_only("why it cannot run on Apache Kafka")'
         )
     if "broker" in metafunc.fixturenames:
-        params = ["tansu"] if only is not None else list(BROKERS)
+        chosen = metafunc.config.getoption("--brokers").split(",")
+        unknown = set(chosen) - set(BROKERS)
+        if unknown:
+            raise pytest.UsageError(f"--brokers: unknown {sorted(unknown)} (known: {BROKERS})")
+        params = [b for b in BROKERS if b in chosen and (only is None or b == "tansu")]
         metafunc.parametrize("broker", params, indirect=True, scope="session")
 
 

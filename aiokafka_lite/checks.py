@@ -36,8 +36,12 @@ _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 def check_topic(topic: object) -> str:
     """``topic`` if it is a name Kafka accepts; else a TypeError or an
     :class:`InvalidTopicNameError` (a ValueError, and the KafkaError aiokafka's users
-    catch) saying why."""
-    if type(topic) is not str:
+    catch) saying why.
+
+    A str subclass is a name too (as for aiokafka), whether or not its partitions are
+    known yet.
+    """
+    if not isinstance(topic, str):
         raise TypeError(f"topic must be a str, got {type(topic).__name__} ({topic!r})")
     if _TOPIC_NAME.fullmatch(topic) is None or topic in (".", ".."):
         raise InvalidTopicNameError(

@@ -138,6 +138,8 @@ class BrokerConnection(asyncio.Protocol):
         self._closed: BaseException | None = None
         self._lost = self._loop.create_future()
         self.api_versions: dict[int, tuple[int, int]] = {}
+        #: The cluster's finalized features (ApiVersions v3+), e.g. ``transaction.version``.
+        self.finalized_features: dict[str, int] = {}
         self.last_activity = time.monotonic()
         # Until the first Kafka response decodes, the server has not shown that it speaks
         # Kafka: an error then says so (an HTTP server, a TLS listener, a wrong port).
@@ -189,7 +191,16 @@ class BrokerConnection(asyncio.Protocol):
             # Not only OSError (refused, unreachable, gaierror, SSLError): a port
             # past 65535 raises OverflowError, a NUL in the host ValueError, a
             # host IDNA cannot encode UnicodeError. Each is a failed attempt.
-            cause = str(e) if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
+            cause = str(e) if isinstance(e, OSError) and str(e) else f"{type(e).__name__}: {e}"
+            if (
+                isinstance(e, ssl.SSLError | ConnectionResetError | ConnectionAbortedError)
+                and self._transport is None
+                and self._security is not None
+                and self._security.ssl_context is not None
+            ):
+                # Apache Kafka's plaintext listener reads a TLS ClientHello as a frame
+                # far past socket.request.max.bytes and closes the connection.
+                cause += " (the TLS handshake failed: does this listener speak TLS?)"
             error = KafkaConnectionError(
                 f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {cause}"
             )
@@ -366,6 +377,7 @@ class BrokerConnection(asyncio.Protocol):
         if resp.error_code:
             raise ProtocolError(f"ApiVersions failed with error code {resp.error_code}")
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        self.finalized_features = {f.name: f.max_version_level for f in resp.finalized_features}
 
     def close(self, reason: BaseException | None = None) -> None:
         """Close now, failing every in-flight request with ``reason``."""

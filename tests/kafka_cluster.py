@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -61,8 +62,21 @@ def _classpath_file() -> Path:
 
 
 def kafka_classpath() -> str:
-    """The classpath of the pinned Apache Kafka (broker, clients, tools), resolved by Maven."""
+    """The classpath of the pinned Apache Kafka (broker, clients, tools), resolved by Maven.
+
+    Safe to call from several processes at once (pytest-xdist workers): a file lock beside
+    the pom lets one of them run Maven while the others wait, then read its result.
+    """
     cached = _classpath_file()
+    with open(cached.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _read_or_resolve(cached)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _read_or_resolve(cached: Path) -> str:
     if cached.exists():
         cp = cached.read_text().strip()
         if cp and all(Path(p).exists() for p in cp.split(os.pathsep)):
@@ -156,10 +170,11 @@ class KafkaCluster:
         self.settings = dict(settings or {})
         self.heap = heap
         self.jvm_options = list(jvm_options)
-        #: extra ``StorageTool format`` arguments, e.g. ``--add-scram`` for SCRAM users
+        #: extra ``StorageTool format`` arguments: ``--add-scram`` for SCRAM users,
+        #: ``--feature transaction.version=1`` for a 4.x cluster without KIP-890's v2
         self.format_args = list(format_args)
         self.start_timeout = start_timeout
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = _cluster_id()
         self.nodes = [
             KafkaNode(
                 node_id=i,
@@ -425,6 +440,17 @@ class KafkaCluster:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _cluster_id() -> str:
+    """A random KRaft cluster id (22 url-safe base64 characters).
+
+    One that starts with ``-`` would read as an option to the storage tool's ``-t``.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _port_open(port: int) -> bool:

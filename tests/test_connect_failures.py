@@ -189,6 +189,9 @@ async def test_a_leader_at_port_70000_is_retried_with_backoff_and_the_record_say
     assert 1 <= len(warnings) <= 1 + int(elapsed / 30), [r.getMessage() for r in warnings]
 
 
+@pytest.mark.tansu_only(
+    "kills its broker mid-send (fresh_broker); Apache Kafka's kill -9 faults: 3-node tests"
+)
 async def test_broker_killed_during_send_and_wait_the_timeout_carries_the_connection_error(
     fresh_broker: EmbeddedBroker, topic_factory: TopicFactory
 ) -> None:

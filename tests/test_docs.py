@@ -38,6 +38,9 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from aiokafka_lite.cli import build_parser
 
@@ -159,6 +162,23 @@ def test_python_blocks_type_check(tmp_path: Path) -> None:
     assert proc.returncode == 0 and not problems, "\n".join(problems) or proc.stdout + proc.stderr
 
 
+def ensure_read_topics(bootstrap: str, code: str) -> None:
+    """Create the topics a block names in ``TopicPartition("name", n)``: the topics its
+    application read from (offsets it commits), which exist on a real cluster. Apache
+    Kafka refuses offsets for a topic it does not have (UNKNOWN_TOPIC_OR_PARTITION)."""
+    wanted: dict[str, int] = {}
+    for name, partition in re.findall(r'TopicPartition\("([A-Za-z0-9._-]+)", (\d+)\)', code):
+        wanted[name] = max(wanted.get(name, 1), int(partition) + 1)
+    if not wanted:
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    existing = admin.list_topics(timeout=10).topics
+    missing = [NewTopic(t, num_partitions=n) for t, n in wanted.items() if t not in existing]
+    for fut in admin.create_topics(missing).values() if missing else []:
+        with contextlib.suppress(KafkaException):  # created meanwhile: fine
+            fut.result(timeout=15)
+
+
 @pytest.mark.parametrize("block", of_kind("python", "run"), ids=ids(of_kind("python", "run")))
 def test_runnable_python_block(block: Block, bootstrap: str, tmp_path: Path) -> None:
     # A block reaches only brokers the test controls: this session's, or one it starts.
@@ -167,6 +187,7 @@ def test_runnable_python_block(block: Block, bootstrap: str, tmp_path: Path) -> 
         or "EmbeddedBroker" in block.code
         or ("bootstrap" not in block.code)
     ), f"{block.where}: a runnable block connects to {DOC_BROKER} or starts EmbeddedBroker"
+    ensure_read_topics(bootstrap, block.code)
     script = tmp_path / "block.py"
     script.write_text(block.code.replace(DOC_BROKER, bootstrap))
     proc = subprocess.run(

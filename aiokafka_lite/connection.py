@@ -187,6 +187,17 @@ class BrokerConnection(asyncio.Protocol):
             # past 65535 raises OverflowError, a NUL in the host ValueError, a
             # host IDNA cannot encode UnicodeError. Each is a failed attempt.
             cause = str(e) if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
+            if not str(e):  # asyncio's ConnectionResetError() for a close in the handshake
+                cause = type(e).__name__
+            if (
+                self._transport is None
+                and self._security is not None
+                and self._security.ssl_context is not None
+                and isinstance(e, ConnectionResetError | ConnectionAbortedError | ssl.SSLError)
+            ):
+                # A plaintext Kafka listener reads the ClientHello as a frame too large
+                # for it (socket.request.max.bytes) and closes the connection at once.
+                cause += " (during the TLS handshake: does this listener speak TLS?)"
             error = KafkaConnectionError(
                 f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {cause}"
             )

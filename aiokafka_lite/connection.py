@@ -500,12 +500,16 @@ class BrokerConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._closed is None and not self._spoke_kafka:
+            # Not proof that it is no Kafka broker: one at its max.connections.per.ip
+            # limit (or shutting down) closes a new connection just so.
             sent = f"sent {self._first_bytes!r} and " if self._first_bytes else ""
+            tls = self._security is not None and self._security.ssl_context is not None
             self._closed = KafkaConnectionError(
                 f"the server at {self.host}:{self.port} {sent}closed the connection without "
-                "answering Kafka's first request (ApiVersions): it does not speak Kafka, or "
-                "it expects TLS (security_protocol 'SSL' or 'SASL_SSL')"
-                + (f" ({exc})" if exc else "")
+                "answering Kafka's first request (ApiVersions): it does not speak Kafka, "
+                + ("" if tls else "it expects TLS (security_protocol 'SSL' or 'SASL_SSL'), ")
+                + "or it is a Kafka broker refusing new connections (at its "
+                "max.connections.per.ip limit, or shutting down)" + (f" ({exc})" if exc else "")
             )
         elif self._closed is None:
             self._closed = KafkaConnectionError(

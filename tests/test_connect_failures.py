@@ -340,7 +340,8 @@ NOT_KAFKA = {
     "closes": (
         lambda tmp: tcp_server(b""),
         r"closed the connection without answering Kafka's first request \(ApiVersions\): "
-        r"it does not speak Kafka, or it expects TLS",
+        r"it does not speak Kafka, it expects TLS \(security_protocol 'SSL' or 'SASL_SSL'\), "
+        r"or it is a Kafka broker refusing new connections",
     ),
     "says-hi": (
         lambda tmp: tcp_server(b"hi"),

@@ -26,8 +26,14 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Py
     return pytester
 
 
+# Where the package is installed, its entry point loads the plugin as "aiokafka_lite"; a
+# second "-p <module>" is then pytest's "Plugin already registered under a different name"
+# error. Set the entry point aside, and load this checkout's module once, either way.
+LOAD_PLUGIN = ("-p", "no:aiokafka_lite", "-p", PLUGIN)
+
+
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", "-rs", *args)
+    return pytester.runpytest_subprocess(*LOAD_PLUGIN, "-p", "no:cacheprovider", "-rs", *args)
 
 
 def test_the_entry_point_names_the_plugin() -> None:

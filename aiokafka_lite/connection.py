@@ -191,16 +191,18 @@ class BrokerConnection(asyncio.Protocol):
             # Not only OSError (refused, unreachable, gaierror, SSLError): a port
             # past 65535 raises OverflowError, a NUL in the host ValueError, a
             # host IDNA cannot encode UnicodeError. Each is a failed attempt.
-            cause = str(e) if isinstance(e, OSError) and str(e) else f"{type(e).__name__}: {e}"
+            cause = str(e) if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
+            if not str(e):  # asyncio's ConnectionResetError() for a close in the handshake
+                cause = type(e).__name__
             if (
-                isinstance(e, ssl.SSLError | ConnectionResetError | ConnectionAbortedError)
-                and self._transport is None
+                self._transport is None
                 and self._security is not None
                 and self._security.ssl_context is not None
+                and isinstance(e, ConnectionResetError | ConnectionAbortedError | ssl.SSLError)
             ):
-                # Apache Kafka's plaintext listener reads a TLS ClientHello as a frame
-                # far past socket.request.max.bytes and closes the connection.
-                cause += " (the TLS handshake failed: does this listener speak TLS?)"
+                # A plaintext Kafka listener reads the ClientHello as a frame too large
+                # for it (socket.request.max.bytes) and closes the connection at once.
+                cause += " (during the TLS handshake: does this listener speak TLS?)"
             error = KafkaConnectionError(
                 f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {cause}"
             )
@@ -510,12 +512,16 @@ class BrokerConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._closed is None and not self._spoke_kafka:
+            # Not proof that it is no Kafka broker: one at its max.connections.per.ip
+            # limit (or shutting down) closes a new connection just so.
             sent = f"sent {self._first_bytes!r} and " if self._first_bytes else ""
+            tls = self._security is not None and self._security.ssl_context is not None
             self._closed = KafkaConnectionError(
                 f"the server at {self.host}:{self.port} {sent}closed the connection without "
-                "answering Kafka's first request (ApiVersions): it does not speak Kafka, or "
-                "it expects TLS (security_protocol 'SSL' or 'SASL_SSL')"
-                + (f" ({exc})" if exc else "")
+                "answering Kafka's first request (ApiVersions): it does not speak Kafka, "
+                + ("" if tls else "it expects TLS (security_protocol 'SSL' or 'SASL_SSL'), ")
+                + "or it is a Kafka broker refusing new connections (at its "
+                "max.connections.per.ip limit, or shutting down)" + (f" ({exc})" if exc else "")
             )
         elif self._closed is None:
             self._closed = KafkaConnectionError(

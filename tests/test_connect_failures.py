@@ -343,7 +343,8 @@ NOT_KAFKA = {
     "closes": (
         lambda tmp: tcp_server(b""),
         r"closed the connection without answering Kafka's first request \(ApiVersions\): "
-        r"it does not speak Kafka, or it expects TLS",
+        r"it does not speak Kafka, it expects TLS \(security_protocol 'SSL' or 'SASL_SSL'\), "
+        r"or it is a Kafka broker refusing new connections",
     ),
     "says-hi": (
         lambda tmp: tcp_server(b"hi"),
@@ -374,3 +375,30 @@ async def test_a_server_that_does_not_speak_kafka_is_named_as_such(
     assert re.search(message, text), text
     # Only the silent ones wait for the timeout; an answer or a close is known at once.
     assert elapsed < (3.0 if server in ("http.server", "silent") else 0.9), elapsed
+
+
+async def test_tls_to_a_listener_that_closes_in_the_handshake_says_why() -> None:
+    """An Apache Kafka plaintext listener reads a TLS ClientHello as the size of a frame
+    too large for it and closes the connection (FIN) at once: asyncio then raises a
+    ConnectionResetError() whose text is empty. The error must still say something, and
+    point at TLS (tests/test_not_kafka_apache.py checks it against Apache Kafka)."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(65536)  # read everything, as Kafka does, then close (FIN)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    context = ssl.create_default_context()
+    try:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{port}", security_protocol="SSL", ssl_context=context
+        )
+        with pytest.raises(KafkaConnectionError) as info:
+            async with asyncio.timeout(STEP):
+                await producer.start()
+    finally:
+        server.close()
+    text = str(info.value)
+    assert not text.endswith(": "), text
+    assert "ConnectionResetError" in text and "does this listener speak TLS" in text, text

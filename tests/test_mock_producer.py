@@ -335,3 +335,23 @@ def test_used_from_another_event_loop_it_fails_at_once() -> None:
     asyncio.run(producer.start())
     with pytest.raises(WrongEventLoopError, match="started in event loop"):
         asyncio.run(producer.send("t", b"v"))
+
+
+async def test_stop_never_hangs_on_a_commit_waiting_for_pending_records() -> None:
+    """stop() waits for pending records at most its timeout (none by default), also when
+    a commit is waiting for them: they fail, the commit fails with them (nothing of the
+    transaction is committed), and the transaction is aborted. It used to wait for the
+    commit's max_block_ms (60 s by default)."""
+    producer = MockProducer(transactional_id="app", auto_complete=False)
+    await producer.start()
+    await producer.begin_transaction()
+    fut = await producer.send("t", b"v")
+    committing = asyncio.create_task(producer.commit_transaction())
+    assert await _not_done_after_a_while(committing)
+    async with asyncio.timeout(2):
+        await producer.stop()
+    assert isinstance(fut.exception(), KafkaTimeoutError)
+    with pytest.raises(TransactionAbortRequiredError, match="stopped before this record"):
+        await committing
+    assert [t.outcome for t in producer.transactions] == ["aborted"]
+    assert producer.committed == []

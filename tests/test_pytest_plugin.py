@@ -26,8 +26,14 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Py
     return pytester
 
 
+# Where the package is installed, its entry point loads the plugin as "aiokafka_lite"; a
+# second "-p <module>" is then pytest's "Plugin already registered under a different name"
+# error. Set the entry point aside, and load this checkout's module once, either way.
+LOAD_PLUGIN = ("-p", "no:aiokafka_lite", "-p", PLUGIN)
+
+
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", "-rs", *args)
+    return pytester.runpytest_subprocess(*LOAD_PLUGIN, "-p", "no:cacheprovider", "-rs", *args)
 
 
 def test_the_entry_point_names_the_plugin() -> None:
@@ -191,3 +197,41 @@ sys.meta_path.insert(0, Hide())
     result = _run(run)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*the mock_producer fixture needs pytest-asyncio*"])
+
+
+MODULE_LOOP_TESTS = """
+import pytest
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+async def test_one(mock_producer):
+    assert (await mock_producer.send_and_wait("t", b"v")).offset == 0
+
+async def test_two(mock_producer):
+    assert (await mock_producer.send_and_wait("t", b"v")).offset == 0
+"""
+
+
+def _conftest_of_the_page() -> str:
+    page = (REPO_ROOT / "docs" / "testing-apps.md").read_text()
+    blocks = [b.split("```")[0] for b in page.split("```python\n")[1:]]
+    [block] = [b for b in blocks if 'loop_scope="module"' in b]
+    return block
+
+
+def test_a_module_loop_test_needs_the_fixture_loop_scope_the_page_says(
+    run: pytest.Pytester,
+) -> None:
+    """docs/testing-apps.md: the fixtures run in the default fixture loop scope's loop. A
+    test in a module-scoped loop gets WrongEventLoopError from them, unless the ini sets
+    the same fixture loop scope, or the page's conftest.py fixture replaces the plugin's."""
+    run.makepyfile(test_module_loop=MODULE_LOOP_TESTS)
+    run.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    result = _run(run)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*WrongEventLoopError*"])
+    run.makeini("[pytest]\nasyncio_default_fixture_loop_scope = module\n")
+    _run(run).assert_outcomes(passed=2)
+    run.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    run.makeconftest(_conftest_of_the_page())
+    _run(run).assert_outcomes(passed=2)

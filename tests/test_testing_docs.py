@@ -38,6 +38,14 @@ def test_example_passes(
     # turns every warning (an unclosed producer's, too) into a failure.
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     result = pytester.runpytest_subprocess(
-        "-p", "aiokafka_lite.testing.pytest_plugin", "-p", "no:cacheprovider", "-W", "error"
+        # (the installed entry point set aside: this checkout's plugin, loaded once)
+        "-p",
+        "no:aiokafka_lite",
+        "-p",
+        "aiokafka_lite.testing.pytest_plugin",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "error",
     )
     result.assert_outcomes(passed=len(re.findall(r"^async def test_", code, re.MULTILINE)))

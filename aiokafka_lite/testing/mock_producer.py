@@ -242,6 +242,18 @@ class MockProducer(AIOKafkaProducer[K, V]):
             if not future.done():
                 future.set_exception(error)
 
+    def _expire_pending(self) -> None:
+        """Fail every pending record as stop() does when its time is up; one of an open
+        transaction fails the transaction too, as a record the broker never took."""
+        error = KafkaTimeoutError("the producer stopped before this record was delivered")
+        queue = self._deliveries.queue
+        while queue:
+            pending = queue.popleft()
+            if not pending.future.done():
+                pending.future.set_exception(error)
+            if pending.transaction is not None and self._txn is not None:
+                self._txn.batch_failed(error)
+
     async def stop(self, timeout: float | None = None) -> None:
         """Stop: an open transaction is aborted, as by the real producer.
 
@@ -261,7 +273,13 @@ class MockProducer(AIOKafkaProducer[K, V]):
         try:
             ending = self._txn_result.handle
             if ending is not None and not ending.done():
-                await asyncio.wait({asyncio.ensure_future(ending.wait())}, timeout=timeout)
+                # A commit waits for the transaction's pending records: at most
+                # ``timeout``, then they fail (and with them the transaction), so that the
+                # commit ends now instead of after max_block_ms.
+                if timeout:
+                    await asyncio.wait({asyncio.ensure_future(ending.wait())}, timeout=timeout)
+                self._expire_pending()
+                await asyncio.wait({asyncio.ensure_future(ending.wait())})
             if self._txn is not None and self._txn.open:
                 try:
                     await self._txn.abort()

@@ -17,7 +17,8 @@ work only in a test that asks for it:
   broker), stopped after the test.
 
 The two producer fixtures are async: they need pytest-asyncio (either mode), and run in
-the test's own event loop, as a producer belongs to the loop that starts it.
+the loop of its ``asyncio_default_fixture_loop_scope`` (the test's own when the scopes
+match), as a producer belongs to the loop that starts it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,295 @@
+"""Faults on a real 3-node Apache Kafka cluster while records stream.
+
+Replication factor 3, ``min.insync.replicas=2``, ``acks=all``, idempotence on (the
+producer's defaults). Each case hits the cluster while a :class:`kafka_faults.Stream`
+keeps sending, and ends with the same checks: every future resolved (none pending,
+counted), failures only of the allowed, named kinds, no task of the producer left after
+``stop()``, and every acknowledged record read back exactly once, where its metadata
+says, in send order per partition, by two independent consumers: confluent-kafka and
+Java's console consumer (both ``read_committed``).
+
+The cluster is shared by the module; each case starts from :func:`kafka_faults.heal`
+(every node up, every partition fully in sync) and may leave nodes down for the next
+one to bring back. Transactions: tests/test_kafka_faults_txn.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+from invariants import Watch
+from kafka.partitioner.default import murmur2  # type: ignore[import-untyped]
+from kafka_cluster import KafkaCluster, missing_reason
+from kafka_faults import (
+    Stream,
+    add_partitions,
+    busiest_leader,
+    create_topic,
+    delete_topic,
+    fault_cluster,
+    fully_replicated,
+    heal,
+    named_cause,
+    outcome_of,
+    read_java,
+    wait_for,
+)
+from readers import read_all_confluent
+from test_faults_checks import Outcome, check_errors, check_log
+
+from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite.errors import (
+    DeliveryOutcomeUnknownError,
+    KafkaTimeoutError,
+    NotEnoughReplicasError,
+    UnknownTopicOrPartitionError,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("apache_kafka_faults")]
+
+PARTITIONS = 6
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    reason = missing_reason()
+    if reason:
+        pytest.skip(reason)
+    with fault_cluster(tmp_path_factory.mktemp("kafka-faults")) as c:
+        yield c
+
+
+@pytest.fixture
+def healthy(cluster: KafkaCluster) -> KafkaCluster:
+    heal(cluster)
+    return cluster
+
+
+def keyed(i: int) -> bytes:
+    return f"k{i % 24}".encode()
+
+
+def new_topic(cluster: KafkaCluster, partitions: int = PARTITIONS) -> str:
+    topic = f"faults-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic, partitions)
+    return topic
+
+
+def producer_for(cluster: KafkaCluster, **config: object) -> AIOKafkaProducer:
+    options: dict[str, object] = {"acks": "all", "linger_ms": 5}
+    options.update(config)
+    return AIOKafkaProducer(bootstrap_servers=cluster.bootstrap(), **options)
+
+
+async def streaming(producer: AIOKafkaProducer, topic: str, key_of: Callable[[int], bytes | None]):
+    """Start ``producer`` and a stream; return it once every partition it uses has acks."""
+    await producer.start()
+    stream = Stream(producer, topic, key_of).start()
+    while len(stream.futures) < 200:
+        await asyncio.sleep(0.05)
+    await asyncio.wait_for(asyncio.gather(*stream.futures[:200]), 30)
+    return stream
+
+
+async def finish(
+    cluster: KafkaCluster,
+    producer: AIOKafkaProducer,
+    stream: Stream,
+    watch: Watch,
+    *,
+    allowed: tuple[type[BaseException], ...] = (),
+    within: float = 60.0,
+    key: Callable[[int], bytes | None] | None = None,
+    read_back: bool = True,
+) -> Outcome:
+    """Stop the stream, settle every future, stop the producer, check, read back, check."""
+    await stream.stop()
+    if stream.futures:
+        await asyncio.wait(stream.futures, timeout=within)
+    outcome = outcome_of(stream.futures)
+    assert not outcome.pending, (
+        f"{len(outcome.pending)} of {len(stream.futures)} futures pending after {within} s"
+    )
+    # stop() within its timeout, no pending future, every failure named, no task left
+    watch_errors = await watch.stop_and_check(producer, stream.futures, stop_timeout=10)
+    assert len(watch_errors) == len(outcome.failed)
+    kinds = sorted({type(e).__name__ for e in outcome.failed.values()})
+    print(f"{stream.topic}: {len(outcome.acked)} acked, {len(outcome.failed)} failed {kinds}")
+    check_errors(outcome, allowed)
+    for i, exc in outcome.failed.items():
+        assert stream.topic in named_cause(exc) or isinstance(exc, NotEnoughReplicasError), (
+            f"record {i}: the error does not name the topic: {named_cause(exc)}"
+        )
+    if read_back:
+        confluent, java = await asyncio.gather(
+            asyncio.to_thread(
+                read_all_confluent,
+                cluster.bootstrap(),
+                stream.topic,
+                len(outcome.acked) + len(outcome.failed) + 1,
+                60.0,
+                {"isolation.level": "read_committed"},
+                idle=3.0,
+                at_least=len(outcome.acked),
+            ),
+            asyncio.to_thread(read_java, cluster, stream.topic),
+        )
+        check_log(confluent, outcome, key=key)
+        check_log(java, outcome, key=key)
+        assert len(java) == len(confluent)
+    return outcome
+
+
+async def test_leader_of_busy_partitions_killed(healthy: KafkaCluster) -> None:
+    """kill -9 of the node leading most partitions: leaders move, nothing fails or doubles."""
+    watch = Watch.begin()
+    topic = new_topic(healthy)
+    producer = producer_for(healthy)
+    stream = await streaming(producer, topic, keyed)
+    used = stream.acked_partitions(0)
+    victim = busiest_leader(healthy, topic)
+    mark = len(stream.futures)
+    await asyncio.to_thread(healthy.kill, victim)
+    await stream.progress(mark, used)  # every partition written again, under new leaders
+    await finish(healthy, producer, stream, watch, key=keyed)
+
+
+async def test_controlled_restart_of_a_leader(healthy: KafkaCluster) -> None:
+    """SIGTERM (controlled shutdown) of a leader, then start it again, while streaming."""
+    watch = Watch.begin()
+    topic = new_topic(healthy)
+    producer = producer_for(healthy)
+    stream = await streaming(producer, topic, keyed)
+    used = stream.acked_partitions(0)
+    node = busiest_leader(healthy, topic)
+    mark = len(stream.futures)
+    await asyncio.to_thread(healthy.stop_node, node)
+    await stream.progress(mark, used)
+    await asyncio.to_thread(healthy.start_node, node)
+    await asyncio.to_thread(wait_for, lambda: fully_replicated(healthy), 90, "node back in ISR")
+    mark = len(stream.futures)
+    await stream.progress(mark, used)
+    await finish(healthy, producer, stream, watch, key=keyed)
+
+
+@pytest.mark.timeout(240)
+async def test_rolling_restart_of_all_nodes(healthy: KafkaCluster) -> None:
+    """Each node in turn: controlled shutdown, records flow, start, back in sync."""
+    watch = Watch.begin()
+    topic = new_topic(healthy)
+    producer = producer_for(healthy)
+    stream = await streaming(producer, topic, keyed)
+    used = stream.acked_partitions(0)
+    for node in healthy.nodes:
+        await asyncio.to_thread(healthy.stop_node, node.node_id)
+        await stream.progress(len(stream.futures), used)
+        await asyncio.to_thread(healthy.start_node, node.node_id)
+        await asyncio.to_thread(wait_for, lambda: fully_replicated(healthy), 90, "back in ISR")
+    await stream.progress(len(stream.futures), used)
+    await finish(healthy, producer, stream, watch, key=keyed)
+
+
+@pytest.mark.timeout(240)
+async def test_two_nodes_down_then_back(healthy: KafkaCluster) -> None:
+    """Two of three nodes killed (no quorum, fewer than min.insync.replicas), then back.
+
+    Records sent meanwhile are delivered once the nodes are back, or fail with a named
+    error (a delivery timeout naming the partition and what held it back); none
+    acknowledged is lost or doubled.
+    """
+    watch = Watch.begin()
+    topic = new_topic(healthy)
+    producer = producer_for(healthy, request_timeout_ms=5000, delivery_timeout_ms=20000)
+    stream = await streaming(producer, topic, keyed)
+    used = stream.acked_partitions(0)
+    survivor = healthy.node(1)
+    down = [n for n in healthy.nodes if n is not survivor]
+    for node in down:
+        await asyncio.to_thread(healthy.kill, node.node_id)
+    outage_start = len(stream.futures)
+    # The outage lasts until 2000 records were sent into it (a few seconds).
+    while len(stream.futures) < outage_start + 2000:
+        await asyncio.sleep(0.1)
+    for node in down:
+        await asyncio.to_thread(healthy.start_node, node.node_id, wait=False)
+    await asyncio.to_thread(healthy.wait_ready)
+    await stream.progress(len(stream.futures), used, timeout=90)
+    outcome = await finish(
+        healthy,
+        producer,
+        stream,
+        watch,
+        key=keyed,
+        allowed=(KafkaTimeoutError, NotEnoughReplicasError, DeliveryOutcomeUnknownError),
+    )
+    assert survivor.alive
+    during = [i for i in outcome.acked if i >= outage_start]
+    assert during, "no record sent during the outage was delivered after it"
+
+
+async def test_partitions_added_mid_stream(healthy: KafkaCluster) -> None:
+    """CreatePartitions 2 -> 4 while streaming: keyless records reach the new partitions
+    after the next metadata refresh; keyed ones follow murmur2 over the new count."""
+
+    def key_of(i: int) -> bytes | None:
+        return None if i % 2 else f"k{i % 40}".encode()
+
+    watch = Watch.begin()
+    topic = new_topic(healthy, partitions=2)
+    producer = producer_for(healthy, metadata_max_age_ms=1000, batch_size=512)
+    stream = await streaming(producer, topic, key_of)
+    before = len(stream.futures)
+    await asyncio.to_thread(add_partitions, healthy, topic, 4)
+    for _ in range(300):
+        if len(await producer.partitions_for(topic)) == 4:
+            break
+        await asyncio.sleep(0.05)
+    grown_at = len(stream.futures)
+    assert len(await producer.partitions_for(topic)) == 4
+    await stream.progress(grown_at, {0, 1, 2, 3})
+    outcome = await finish(healthy, producer, stream, watch, key=key_of)
+    for i, md in outcome.acked.items():
+        k = key_of(i)
+        if k is not None and (i < before or i >= grown_at):
+            count = 2 if i < before else 4
+            assert md.partition == (murmur2(k) & 0x7FFFFFFF) % count, (i, md.partition)
+    keyless_new = {md.partition for i, md in outcome.acked.items() if i >= grown_at and i % 2}
+    assert keyless_new & {2, 3}, f"keyless records never reached a new partition: {keyless_new}"
+
+
+async def test_topic_deleted_mid_stream(healthy: KafkaCluster) -> None:
+    """The topic deleted while streaming: every future resolves; those that fail name the
+    topic and the cause (unknown topic, or a delivery/metadata timeout); none is pending.
+
+    Nothing is read back: the topic (and what was acknowledged in it) is gone.
+    """
+    watch = Watch.begin()
+    topic = new_topic(healthy, partitions=3)
+    producer = producer_for(
+        healthy, request_timeout_ms=3000, delivery_timeout_ms=10000, max_block_ms=3000
+    )
+    stream = await streaming(producer, topic, keyed)
+    await asyncio.to_thread(delete_topic, healthy, topic)
+    deleted_at = len(stream.futures)
+    # Streams on until send() itself refuses the topic (no metadata within max_block_ms).
+    for _ in range(600):
+        if stream.call_errors:
+            break
+        await asyncio.sleep(0.05)
+    assert stream.call_errors, "send() kept accepting records for a deleted topic"
+    outcome = await finish(
+        healthy,
+        producer,
+        stream,
+        watch,
+        allowed=(UnknownTopicOrPartitionError, KafkaTimeoutError, DeliveryOutcomeUnknownError),
+        within=30,
+        read_back=False,
+    )
+    assert any(i >= deleted_at for i in outcome.failed), "no record failed after the deletion"
+    for i, exc in stream.call_errors.items():
+        assert topic in str(exc), f"send() of record {i} raised {exc!r}, not naming {topic}"
+

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
-from kafka_cluster import KafkaCluster
-from test_faults_checks import Outcome, value
+from kafka_cluster import KafkaCluster, missing_reason
+from readers import read_all_confluent
+from test_faults_checks import Outcome, check_log, value
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import KafkaError
@@ -161,7 +164,7 @@ class Stream:
     producer: AIOKafkaProducer
     topic: str
     key_of: Callable[[int], bytes | None]
-    burst: int = 10
+    burst: int = 5
     pause: float = 0.01
     futures: list[asyncio.Future[Any]] = field(default_factory=list)
     call_errors: dict[int, BaseException] = field(default_factory=dict)
@@ -280,3 +283,73 @@ def outcome_of(futures: list[asyncio.Future[Any]]) -> Outcome:
         else:
             acked[i] = f.result()
     return Outcome(acked, failed, pending)
+
+
+# -- fixtures and steps the fault tests share ------------------------------------------
+
+
+def module_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """A test module's 3-node cluster (skips without Java or Maven); logs stay in its
+    work dir (pytest keeps the last runs' temporary directories)."""
+    reason = missing_reason()
+    if reason:
+        pytest.skip(reason)
+    with fault_cluster(tmp_path_factory.mktemp("kafka-faults")) as c:
+        yield c
+
+
+def keyed(i: int) -> bytes:
+    return f"k{i % 24}".encode()
+
+
+def new_topic(cluster: KafkaCluster, partitions: int = 6) -> str:
+    topic = f"faults-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic, partitions)
+    return topic
+
+
+def producer_for(cluster: KafkaCluster, **config: Any) -> AIOKafkaProducer:
+    """acks=all and idempotence (the default), a short linger, plus ``config``."""
+    options: dict[str, Any] = {"acks": "all", "linger_ms": 5}
+    options.update(config)
+    return AIOKafkaProducer(bootstrap_servers=cluster.bootstrap(), **options)
+
+
+async def streaming(
+    producer: AIOKafkaProducer, topic: str, key_of: Callable[[int], bytes | None]
+) -> Stream:
+    """Start a stream on a started ``producer``; return once its first 200 records are acked."""
+    stream = Stream(producer, topic, key_of).start()
+    while len(stream.futures) < 200:  # noqa: ASYNC110 (the stream task appends)
+        await asyncio.sleep(0.05)
+    await asyncio.wait_for(asyncio.gather(*stream.futures[:200]), 60)
+    return stream
+
+
+async def read_back_both(
+    cluster: KafkaCluster,
+    topic: str,
+    outcome: Outcome,
+    *,
+    key: Callable[[int], bytes | None] | None = None,
+) -> None:
+    """Read ``topic`` with confluent-kafka and Java's console consumer (both
+    ``read_committed``, at once) and check each log against ``outcome``."""
+    confluent, java = await asyncio.gather(
+        asyncio.to_thread(
+            read_all_confluent,
+            cluster.bootstrap(),
+            topic,
+            len(outcome.acked) + len(outcome.failed) + 1,
+            60.0,
+            {"isolation.level": "read_committed"},
+            idle=3.0,
+            at_least=len(outcome.acked),
+        ),
+        asyncio.to_thread(read_java, cluster, topic),
+    )
+    check_log(confluent, outcome, key=key)
+    check_log(java, outcome, key=key)
+    assert [(r.partition, r.offset, r.value) for r in java] == [
+        (r.partition, r.offset, r.value) for r in confluent
+    ], "Java's console consumer and confluent-kafka read different logs"

@@ -183,7 +183,7 @@ async def test_two_nodes_down_then_back(healthy: KafkaCluster) -> None:
     await asyncio.to_thread(healthy.wait_ready)
     await stream.progress(len(stream.futures), used, timeout=90)
     outcome = await finish(
-        heal,
+        healthy,
         producer,
         stream,
         watch,
@@ -248,7 +248,7 @@ async def test_topic_deleted_mid_stream(healthy: KafkaCluster) -> None:
         await asyncio.sleep(0.05)
     assert stream.call_errors, "send() kept accepting records for a deleted topic"
     outcome = await finish(
-        heal,
+        healthy,
         producer,
         stream,
         watch,

@@ -322,7 +322,14 @@ async def streaming(
     stream = Stream(producer, topic, key_of).start()
     while len(stream.futures) < 200:  # noqa: ASYNC110 (the stream task appends)
         await asyncio.sleep(0.05)
-    await asyncio.wait_for(asyncio.gather(*stream.futures[:200]), 60)
+    first = stream.futures[:200]
+    await asyncio.wait(first, timeout=60)
+    pending = sum(not f.done() for f in first)
+    assert not pending, (
+        f"{pending} of the first 200 records to {topic} not acknowledged within 60 s;"
+        f" producer: {producer.metrics() if hasattr(producer, 'metrics') else producer!r}"
+    )
+    await asyncio.gather(*first)  # a failure among them raises here
     return stream
 
 
@@ -350,6 +357,9 @@ async def read_back_both(
     )
     check_log(confluent, outcome, key=key)
     check_log(java, outcome, key=key)
+    values = {int(r.value) for r in confluent if r.value is not None}
+    written = sorted(set(outcome.failed) & values)
+    print(f"{topic}: {len(confluent)} read; {len(written)} failed records in the log")
     assert [(r.partition, r.offset, r.value) for r in java] == [
         (r.partition, r.offset, r.value) for r in confluent
     ], "Java's console consumer and confluent-kafka read different logs"

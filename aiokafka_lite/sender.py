@@ -500,12 +500,22 @@ class Sender:
         batch that never went out waited behind those (e.g. acks=all answered
         REQUEST_TIMED_OUT while too few replicas were in sync)."""
         q = batch.queue
+        waiting = 0
         for other in self._out.in_flight:
-            if other.queue is q and other.last_error is not None:
-                return other.last_error
+            if other.queue is q:
+                if other.last_error is not None:
+                    return other.last_error
+                waiting += 1
         for other in q.batches:
             if other is not batch and other.last_error is not None:
                 return other.last_error
+        if waiting:
+            topic, partition = q.tp
+            return KafkaTimeoutError(
+                f"{waiting} earlier request(s) for {topic}[{partition}] still without an answer"
+                f" (acks={self._config.acks}, request_timeout_ms="
+                f"{self._config.request_timeout_ms})"
+            )
         return None
 
 

@@ -44,7 +44,7 @@ from .metadata import Metadata
 from .metrics import ProducerMetrics
 from .producer_batch import ProducerBatch
 from .protocol.produce import PartitionProduceResponse, ProduceResponse
-from .transaction import TransactionManager
+from .transaction import TransactionManager, explain_fencing
 
 __all__ = ["BatchOutcomes"]
 
@@ -353,6 +353,8 @@ class BatchOutcomes:
     def _failed_for_good(self, batch: ProducerBatch, error: BaseException) -> None:
         self._sequence_gap(batch)
         if self._txn is not None:
+            if isinstance(error, KafkaError):  # its records say why too, not just the code
+                error = explain_fencing(error, self._txn.transactional_id)
             self._txn.batch_failed(error)
         self.records_failed += batch.count
         self._metrics.failed(batch.count, time.monotonic())

@@ -38,7 +38,9 @@ from .errors import (
     DeliveryOutcomeUnknownError,
     KafkaError,
     KafkaTimeoutError,
+    LeaderNotAvailableError,
     UnsupportedCompressionTypeError,
+    error_from_response,
 )
 from .idempotence import IdempotenceState
 from .metrics import ProducerMetrics
@@ -482,9 +484,44 @@ class Sender:
                 return cause
         if batch.last_error is not None:
             return batch.last_error
+        ahead = self._held_back_by(batch)
+        if ahead is not None:
+            return ahead
         if leader < 0:
-            return self._metadata.last_error
+            # The topic's error in the last answer (a deleted topic: UNKNOWN_TOPIC_OR_
+            # PARTITION), else why the refresh failed, else: no leader was named.
+            code = self._metadata.cluster.topic_errors.get(topic)
+            if code:
+                return error_from_response(code, topic=topic, partition=partition)
+            if self._metadata.last_error is not None:
+                return self._metadata.last_error
+            return LeaderNotAvailableError(
+                "no leader in the latest metadata", topic=topic, partition=partition
+            )
         return self._pid_error  # no producer id: nothing could be sent
+
+    def _held_back_by(self, batch: ProducerBatch) -> BaseException | None:
+        """The last error of another batch of the same partition, in flight or queued: a
+        batch that never went out waited behind those (e.g. acks=all answered
+        REQUEST_TIMED_OUT while too few replicas were in sync)."""
+        q = batch.queue
+        waiting = 0
+        for other in self._out.in_flight:
+            if other.queue is q:
+                if other.last_error is not None:
+                    return other.last_error
+                waiting += 1
+        for other in q.batches:
+            if other is not batch and other.last_error is not None:
+                return other.last_error
+        if waiting:
+            topic, partition = q.tp
+            return KafkaTimeoutError(
+                f"{waiting} earlier request(s) for {topic}[{partition}] still without an answer"
+                f" (acks={self._config.acks}, request_timeout_ms="
+                f"{self._config.request_timeout_ms})"
+            )
+        return None
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

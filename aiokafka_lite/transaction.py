@@ -74,7 +74,7 @@ from .structs import OffsetAndMetadata, TopicPartition
 from .tasks import BackgroundTasks, Handle
 from .txn_requests import TxnRequests
 
-__all__ = ["TransactionManager", "TxnState"]
+__all__ = ["TransactionManager", "TxnState", "explain_fencing"]
 
 log = logging.getLogger("aiokafka_lite.transaction")
 
@@ -106,6 +106,34 @@ class TxnState(enum.Enum):
 
 def is_fatal(error: BaseException) -> bool:
     return isinstance(error, BrokerResponseError) and error.errno in _FATAL_CODES
+
+
+_FENCING_CODES = frozenset({47, 90})  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+_FENCED_TEXT = "is fenced:"
+
+
+def explain_fencing(error: KafkaError, transactional_id: str) -> KafkaError:
+    """A fencing error (same class and code) whose message says what it means for the user.
+
+    The broker's code alone ("INVALID_PRODUCER_EPOCH (47) for t[0]") does not say why; the
+    returned error names the transactional id and the likely causes, the original is its
+    ``__cause__``. Other errors are returned as they are.
+    """
+    if not isinstance(error, BrokerResponseError) or error.errno not in _FENCING_CODES:
+        return error
+    if error.message and _FENCED_TEXT in error.message:
+        return error  # explained already
+    text = (
+        f"transactional id {transactional_id!r} {_FENCED_TEXT} its producer epoch is no longer"
+        " current (another producer with the same transactional_id has started, or the"
+        " coordinator aborted the transaction after transaction_timeout_ms); this producer"
+        " cannot be used any more, create a new one"
+    )
+    if error.message:
+        text += f" (broker: {error.message})"
+    explained = type(error)(text, topic=error.topic, partition=error.partition)
+    explained.__cause__ = error
+    return explained
 
 
 class TransactionManager:
@@ -370,6 +398,7 @@ class TransactionManager:
         if self.state is TxnState.FATAL_ERROR:
             return
         if fatal:
+            error = explain_fencing(error, self.transactional_id)
             log.error("transactional id %r: fatal error: %s", self.transactional_id, error)
             self.state = TxnState.FATAL_ERROR
             self.error = error

@@ -622,7 +622,8 @@ async def test_stale_epoch_on_produce_is_fatal(
     p = await started(producer_factory, bootstrap, txn_id())
     p.begin_transaction()
     mock_cluster.push_errors(API_PRODUCE, [ERR_INVALID_PRODUCER_EPOCH])
-    with pytest.raises(InvalidProducerEpochError):
+    # The record's error says what the code means: fenced (a newer producer, or a timeout).
+    with pytest.raises(InvalidProducerEpochError, match=r"is fenced: .*another producer"):
         await p.send_and_wait(topic, b"x", partition=0)
     for call in (p.commit_transaction, p.abort_transaction):
         with pytest.raises(InvalidProducerEpochError):

@@ -592,6 +592,7 @@ def test_broker_help_names_its_traps() -> None:
     assert "end offsets under-report, whoever wrote the records" in shown
 
 
+@pytest.mark.tansu_only("the traps are the embedded broker's own (Apache Kafka has neither)")
 async def test_the_traps_the_broker_documents_are_real(
     bootstrap: str, topic_factory: TopicFactory
 ) -> None:

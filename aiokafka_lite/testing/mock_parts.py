@@ -122,6 +122,8 @@ class _Requests:
 
     def __init__(self, owner: MockTransactions) -> None:
         self._owner = owner
+        #: KIP-890's transactions v2 (as TxnRequests.v2): the mock runs v1's steps
+        self.v2 = False
 
     async def add_offsets(self, group_id: str) -> None:
         pass

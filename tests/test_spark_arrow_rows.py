@@ -284,10 +284,16 @@ def test_both_paths_land_the_same_records(
         report = run_task(plan, arrow_batches(data, pa.string(), pa.binary(), 1234))
         assert (report.rows_sent, report.rows_failed) == (3000, 0)
         records = read_all_confluent(bootstrap, topic, expected=3000, timeout=20, idle=1.0)
-        got.append(
-            sorted(
-                (r.partition, r.timestamp, r.key or b"", r.value or b"", r.headers or [])
-                for r in records
+        placed = []
+        for r in records:
+            k, v, p, ts, h, _ = data[r.timestamp - 1_700_000_000_000]  # the row it came from
+            assert (r.key, r.value, r.headers or None) == (
+                k,
+                v,
+                [(e["key"], e["value"]) for e in h] if h else None,
             )
-        )
+            # Keyless rows go where the sticky partitioner's random draws put them.
+            placed.append((r.timestamp, r.partition if k is not None or p is not None else -1))
+        got.append(sorted(placed))
     assert got[0] == got[1]
+    assert len(got[1]) == len(data)

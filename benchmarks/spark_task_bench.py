@@ -99,7 +99,8 @@ def main() -> None:
         for _ in range(args.repeat):
             for variant in VARIANTS:
                 results[variant].append(measure(variant, data, bootstrap))
-    print(f"{args.rows:,} rows of {args.value_size} bytes, {args.repeat} rounds, {Path(__file__).name}")
+    name = Path(__file__).name
+    print(f"{name}: {args.rows:,} rows of {args.value_size} bytes, {args.repeat} rounds")
     print(f"{'variant':<16} {'rows/s (median)':>16} {'CPU s / 1M rows':>16}   runs (rows/s)")
     for variant, runs in results.items():
         rate = statistics.median(r for r, _ in runs)

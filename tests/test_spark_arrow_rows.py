@@ -202,7 +202,11 @@ def arrow_batches(data: list[Any], key_type: pa.DataType, value_type: pa.DataTyp
 
 
 @needs_compiled
-@settings(max_examples=int(os.environ.get('ARROW_EXAMPLES', '150')), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("ARROW_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     data=rows,
     column_types=types,
@@ -286,7 +290,7 @@ def test_both_paths_land_the_same_records(
         records = read_all_confluent(bootstrap, topic, expected=3000, timeout=20, idle=1.0)
         placed = []
         for r in records:
-            k, v, p, ts, h, _ = data[r.timestamp - 1_700_000_000_000]  # the row it came from
+            k, v, p, _ts, h, _ = data[r.timestamp - 1_700_000_000_000]  # the row it came from
             assert (r.key, r.value, r.headers or None) == (
                 k,
                 v,

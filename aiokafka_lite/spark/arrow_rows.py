@@ -50,9 +50,7 @@ class Rows(Protocol):
     @property
     def topic_index(self) -> int: ...  # NEED_TOPIC: the topic's index in ``states``
 
-    def run(
-        self, states: list[_Topic | None], cap: int, now: int, report: TaskReport
-    ) -> int: ...
+    def run(self, states: list[_Topic | None], cap: int, now: int, report: TaskReport) -> int: ...
 
     def append_at(self, i: int, batch: BatchBuilder, now: int) -> int: ...
 
@@ -72,7 +70,7 @@ class RowsFactory(Protocol):
 
 def _compiled() -> RowsFactory | None:
     module = speedups.compiled_module("_carrow_rows")
-    return None if module is None else module.ArrowRows  # type: ignore[no-any-return]
+    return None if module is None else module.ArrowRows
 
 
 class ArrowPath:
@@ -230,7 +228,8 @@ def _headers(array: pa.Array) -> tuple[Spec, Spec, Spec, Spec] | None:
     if not (pa.types.is_binary(value_type) or pa.types.is_large_binary(value_type)):
         return None  # (the pure path takes no other header values either)
     names, values = _binary(entries.field(0)), _binary(entries.field(1))
-    assert names is not None and values is not None
+    assert names is not None
+    assert values is not None
     kind = LARGE_BINARY if pa.types.is_large_list(t) else BINARY
     validity, offsets = array.buffers()[:2]
     lists = (kind, array.offset, len(array), _validity(array, validity), offsets, None)

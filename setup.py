@@ -23,6 +23,8 @@ TWINS = {
     "aiokafka_lite._cdelivery": "aiokafka_lite/_cdelivery.pyx",  # delivery.py
     "aiokafka_lite._csend_path": "aiokafka_lite/_csend_path.pyx",  # send_path.py
     "aiokafka_lite._cbatch_builder": "aiokafka_lite/_cbatch_builder.pyx",  # batch_builder.py
+    # spark/task.py's TaskWriter.write (the pure build keeps it): Arrow rows into batches
+    "aiokafka_lite._carrow_rows": "aiokafka_lite/_carrow_rows.pyx",
 }
 SKIP = os.environ.get("AIOKAFKA_LITE_NO_EXTENSIONS", "") not in ("", "0")
 

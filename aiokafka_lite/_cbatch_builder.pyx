@@ -36,14 +36,7 @@ cdef int _bind() except -1:
 cdef class BatchBuilder:
     """Records for one partition built ahead of time (see aiokafka_lite.batch_builder)."""
 
-    cdef Py_ssize_t _limit
-    cdef object _compress
-    cdef int _codec_id
-    cdef object _key_serializer
-    cdef object _value_serializer
-    cdef bint _plain
-    cdef RecordBatchBuilder _builder
-    cdef bint _closed
+    # (its fields are declared in _cbatch_builder.pxd)
 
     def __cinit__(self, *args, **kwargs):
         if checks is None:
@@ -104,6 +97,24 @@ cdef class BatchBuilder:
             self._closed = True  # as aiokafka: a full batch takes no more records
             return None
         return BatchRecordMetadata(offset, added, ts)
+
+    cdef Py_ssize_t _append_raw(
+        self, int64_t ts, const char* kdata, Py_ssize_t ksize,
+        const char* vdata, Py_ssize_t vsize, const char* hdata, Py_ssize_t hsize,
+    ) except -1:
+        # ``append`` of a plain record from C memory (size -1: null; hdata NULL: no
+        # headers), for the Arrow write path (_carrow_rows), which checked the timestamp
+        # and that this batch has no serializers. 0: full or closed (nothing added).
+        cdef Py_ssize_t added
+        if self._closed:
+            return 0
+        builder = self._builder
+        if builder is None:
+            builder = self._builder = RecordBatchBuilder(ts, self._compress, self._codec_id)
+        added = builder._append_raw(ts, kdata, ksize, vdata, vsize, hdata, hsize, self._limit)
+        if added == 0:
+            self._closed = True  # as append: a full batch takes no more records
+        return added
 
     def close(self):
         """Take no more records (``append`` returns None from now on)."""

@@ -1,4 +1,4 @@
-# The compiled RecordBatchBuilder's layout, for the modules that cimport it (_csend_path, _cbatch_builder).
+# The compiled RecordBatchBuilder's layout, for the modules that cimport it (_csend_path, _cbatch_builder, _carrow_rows).
 from libc.stdint cimport int64_t
 
 
@@ -12,4 +12,9 @@ cdef class RecordBatchBuilder:
 
     cdef Py_ssize_t _append(
         self, int64_t timestamp, object key, object value, object headers, Py_ssize_t limit
+    ) except -1
+    cdef Py_ssize_t _append_raw(
+        self, int64_t timestamp, const char* kdata, Py_ssize_t ksize,
+        const char* vdata, Py_ssize_t vsize, const char* hdata, Py_ssize_t hsize,
+        Py_ssize_t limit,
     ) except -1

@@ -149,52 +149,67 @@ cdef class RecordBatchBuilder:
     ) except -1:
         cdef Py_buffer kview, vview
         cdef Payload k, v
-        cdef Py_ssize_t od = self.count, body, added, old, hsize
-        cdef uint64_t z_ts = zigzag(checked_delta(timestamp, self.base_timestamp))
-        cdef uint64_t z_od = zigzag(od), z_body
         cdef const char* hdata = NULL
-        cdef char* p
         cdef bytes hbytes = None
-        cdef bytearray buf = self.buf
-        if buf is None:  # (C reads it below: a buffer set to None must raise, not crash)
-            raise TypeError("the batch's buffer is None")
+        cdef Py_ssize_t hsize = 0
         if headers:
             hbytes = _encode_headers(headers)
             hdata = PyBytes_AS_STRING(hbytes)
             hsize = PyBytes_GET_SIZE(hbytes)
-        else:
-            hsize = 1
         payload_get(key, &kview, &k)
         try:
             payload_get(value, &vview, &v)
             try:
-                body = (
-                    1 + varint_size(z_ts) + varint_size(z_od)
-                    + payload_bytes(&k) + payload_bytes(&v) + hsize
+                return self._append_raw(
+                    timestamp, k.data, k.size, v.data, v.size, hdata, hsize, limit
                 )
-                z_body = zigzag(body)
-                added = varint_size(z_body) + body
-                old = PyByteArray_GET_SIZE(buf)
-                if od and old + added > limit:
-                    return 0
-                PyByteArray_Resize(buf, old + added)
-                p = PyByteArray_AS_STRING(buf) + old
-                p = put_varint(p, z_body)
-                p[0] = 0  # attributes
-                p = put_varint(p + 1, z_ts)
-                p = put_varint(p, z_od)
-                p = put_payload(p, &k)
-                p = put_payload(p, &v)
-                if hdata != NULL:
-                    memcpy(p, hdata, hsize)
-                else:
-                    p[0] = 0  # no headers
             finally:
                 if v.view:
                     PyBuffer_Release(&vview)
         finally:
             if k.view:
                 PyBuffer_Release(&kview)
+
+    cdef Py_ssize_t _append_raw(
+        self, int64_t timestamp, const char* kdata, Py_ssize_t ksize,
+        const char* vdata, Py_ssize_t vsize, const char* hdata, Py_ssize_t hsize,
+        Py_ssize_t limit,
+    ) except -1:
+        # ``_append`` from C memory: key and value (size -1: null) and the encoded
+        # headers (NULL: none); the Arrow write path appends rows with no Python object.
+        cdef Payload k, v
+        cdef Py_ssize_t od = self.count, body, added, old
+        cdef uint64_t z_ts = zigzag(checked_delta(timestamp, self.base_timestamp))
+        cdef uint64_t z_od = zigzag(od), z_body
+        cdef char* p
+        cdef bytearray buf = self.buf
+        if buf is None:  # (C reads it below: a buffer set to None must raise, not crash)
+            raise TypeError("the batch's buffer is None")
+        if hdata == NULL:
+            hsize = 1
+        k.data, k.size, k.view = kdata, ksize, False
+        v.data, v.size, v.view = vdata, vsize, False
+        body = (
+            1 + varint_size(z_ts) + varint_size(z_od)
+            + payload_bytes(&k) + payload_bytes(&v) + hsize
+        )
+        z_body = zigzag(body)
+        added = varint_size(z_body) + body
+        old = PyByteArray_GET_SIZE(buf)
+        if od and old + added > limit:
+            return 0
+        PyByteArray_Resize(buf, old + added)
+        p = PyByteArray_AS_STRING(buf) + old
+        p = put_varint(p, z_body)
+        p[0] = 0  # attributes
+        p = put_varint(p + 1, z_ts)
+        p = put_varint(p, z_od)
+        p = put_payload(p, &k)
+        p = put_payload(p, &v)
+        if hdata != NULL:
+            memcpy(p, hdata, hsize)
+        else:
+            p[0] = 0  # no headers
         self.count = od + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp

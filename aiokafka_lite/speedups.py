@@ -2,9 +2,10 @@
 
 The record encoder (:mod:`aiokafka_lite.records`), murmur2 (:mod:`aiokafka_lite.partitioner`),
 the per-record delivery futures (:mod:`aiokafka_lite.delivery`), ``send()``'s fast path
-(:mod:`aiokafka_lite.send_path`) and ``create_batch()``'s builder
-(:mod:`aiokafka_lite.batch_builder`) each have a compiled twin (Cython, built by
-``pip install``) with the same API and the same bytes on the wire.
+(:mod:`aiokafka_lite.send_path`), ``create_batch()``'s builder
+(:mod:`aiokafka_lite.batch_builder`) and the Spark tasks' rows
+(:mod:`aiokafka_lite.spark.arrow_rows`: appended from Arrow buffers) each have a compiled
+twin (Cython, built by ``pip install``) with the same API and the same bytes on the wire.
 The twins are used when they were built; setting the environment variable
 ``AIOKAFKA_LITE_NO_EXTENSIONS=1`` before the first ``import aiokafka_lite`` forces the
 pure-Python modules. ::
@@ -24,7 +25,14 @@ __all__ = ["COMPILED", "ENV_VAR", "REASON", "compiled_module"]
 #: Set (to anything but "" or "0") to use the pure-Python modules even where compiled.
 ENV_VAR = "AIOKAFKA_LITE_NO_EXTENSIONS"
 _FORCED_PURE = os.environ.get(ENV_VAR, "") not in ("", "0")
-_TWINS = ("_crecords", "_cpartitioner", "_cdelivery", "_csend_path", "_cbatch_builder")
+_TWINS = (
+    "_crecords",
+    "_cpartitioner",
+    "_cdelivery",
+    "_csend_path",
+    "_cbatch_builder",
+    "_carrow_rows",
+)
 
 
 def _load() -> tuple[dict[str, ModuleType], str]:

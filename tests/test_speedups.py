@@ -37,7 +37,14 @@ CRECORDS = _compiled("_crecords")
 CPARTITIONER = _compiled("_cpartitioner")
 BUILT = all(
     _compiled(name) is not None
-    for name in ("_crecords", "_cpartitioner", "_cdelivery", "_csend_path", "_cbatch_builder")
+    for name in (
+        "_crecords",
+        "_cpartitioner",
+        "_cdelivery",
+        "_csend_path",
+        "_cbatch_builder",
+        "_carrow_rows",
+    )
 )
 needs_build = pytest.mark.skipif(not BUILT, reason="the extension is not built")
 

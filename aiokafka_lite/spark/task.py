@@ -23,6 +23,7 @@ from ..partitioner import KeyHashCache
 from ..producer import AIOKafkaProducer, BatchBuilder
 from ..structs import RecordMetadata
 from .arrow import Columns, Converter
+from .arrow_rows import ArrowPath
 from .contract import Plan
 from .summary import TaskReport
 
@@ -80,8 +81,11 @@ class TaskWriter:
             self.topics[name] = found
         return found
 
-    async def write(self, cols: Columns) -> None:
-        """Append every row of one Arrow batch; send the batches that fill up."""
+    async def write(self, cols: Columns, now: int | None = None) -> None:
+        """Append every row of one Arrow batch; send the batches that fill up.
+
+        ``now`` (ms): the timestamp of rows without one (default: the time of the call).
+        """
         plan, report, hashes, topics = self.plan, self.report, self.hashes, self.topics
         keys, values, parts, headers, times, errors, names = (
             cols.keys,
@@ -93,7 +97,9 @@ class TaskWriter:
             cols.topics,
         )
         default = None if plan.topic is None else await self.topic(plan.topic)
-        now = ts = int(time.time() * 1000)
+        if now is None:
+            now = int(time.time() * 1000)
+        ts = now
         create = self.producer.create_batch
         custom = self.partitioner
         cap = self.size_cap
@@ -199,14 +205,19 @@ async def write_batches(
 ) -> None:
     """Convert and send every Arrow batch, then wait for every delivery (into ``report``).
 
+    The compiled build appends the rows from the Arrow buffers (:mod:`.arrow_rows`)
+    where it can; the pure build converts each batch to Python lists first.
+
     The next batch is read in a thread: Spark computes it (or reads it from the JVM)
     while this loop's producer keeps sending and taking answers.
     """
     writer = TaskWriter(producer, plan, report)
     converter = Converter(plan)
+    fast = ArrowPath.for_task(writer, converter)  # None: the pure build, or another plan
     while (batch := await asyncio.to_thread(next, batches, None)) is not None:
         report.rows += batch.num_rows
-        await writer.write(converter.convert(batch))
+        if fast is None or not await fast.write(batch):
+            await writer.write(converter.convert(batch))
     await writer.finish(producer.config.delivery_timeout_ms / 1000)
 
 

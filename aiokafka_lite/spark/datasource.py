@@ -44,6 +44,7 @@ from .summary import (
     topics_label,
 )
 from .task import run_task
+from .task_transaction import run_task_in_transaction
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -73,7 +74,10 @@ class KafkaDataSource(DataSource):
     producer's partitioner). Options: ``kafka.bootstrap.servers`` (required), any
     other ``kafka.X`` as the producer setting ``X``, ``topic``, and ``summaryPath``
     (a file on the driver's host to which each write's summary is appended as a
-    JSON line: :func:`~aiokafka_lite.spark.read_summaries`). At-least-once.
+    JSON line: :func:`~aiokafka_lite.spark.read_summaries`). At-least-once; for a
+    streaming write, ``exactlyOnce`` (``true``) writes each task's part of every
+    micro-batch in one transaction, with ``transactionalIdPrefix`` (default: derived
+    from the query's id) naming the tasks' producers (docs/spark.md, exactly-once).
     """
 
     @classmethod
@@ -86,7 +90,13 @@ class KafkaDataSource(DataSource):
                 "save mode overwrite is not allowed for Kafka, which cannot be truncated "
                 "(Spark's Kafka sink refuses it too): use .mode('append')"
             )
-        return KafkaArrowWriter(datasource_plan(schema, self.options), summary_path(self.options))
+        plan = datasource_plan(schema, self.options)
+        if plan.exactly_once:
+            raise ValueError(
+                "option 'exactlyOnce' applies to streaming writes (writeStream), whose "
+                "micro-batches Spark can replay; a batch write is at-least-once"
+            )
+        return KafkaArrowWriter(plan, summary_path(self.options))
 
     def streamWriter(  # noqa: N802 (pyspark's name)
         self, schema: StructType, overwrite: bool
@@ -154,10 +164,14 @@ class KafkaStreamArrowWriter(_Reporter, DataSourceStreamArrowWriter):
     """The streaming writer: ``df.writeStream.format("aiokafka_lite")...start()``.
 
     A micro-batch with a row not written raises in ``commit``: the query stops
-    before Spark records the batch as done, and a restart writes it again.
+    before Spark records the batch as done, and a restart writes it again. With
+    ``exactlyOnce``, each task writes its rows in one transaction
+    (:mod:`~.task_transaction`).
     """
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        if self.plan.exactly_once:
+            return KafkaCommitMessage(run_task_in_transaction(self.plan, iterator))
         return self._write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803

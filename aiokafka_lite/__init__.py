@@ -3,7 +3,7 @@
 from ._version import __version__
 from .admin import NewTopic, create_topics
 from .batch_builder import BatchBuilder
-from .compat import patch_aiokafka
+from .compat import AiokafkaPatchWarning, patch_aiokafka
 from .config import ProducerConfig
 from .errors import IllegalOperation, KafkaError, KafkaTimeoutError
 from .interceptors import ProducerInterceptor, ProducerRecord
@@ -12,6 +12,7 @@ from .structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 __all__ = [
     "AIOKafkaProducer",
+    "AiokafkaPatchWarning",
     "BatchBuilder",
     "IllegalOperation",
     "KafkaError",

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from .delivery import FUTURES_MEMORY, RECORD_MEMORY
 from .errors import KafkaTimeoutError, RecordTooLargeError
+from .failure_copies import own_copy
 from .records import BATCH_HEADER_SIZE
 from .send_path import PoolCore
 
@@ -151,7 +152,8 @@ class BufferPool:
         return len(self._waiters)
 
     def fail_waiters(self, exc: BaseException) -> None:
+        """Fail every send() waiting for memory, each with its own copy of ``exc``."""
         while self._waiters:
             _, grant = self._waiters.popleft()
             if not grant.done():
-                grant.set_exception(exc)
+                grant.set_exception(own_copy(exc))

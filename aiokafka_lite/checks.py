@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .errors import SerializationError
+from .errors import InvalidTopicNameError, SerializationError
 from .records import Header
 
 __all__ = [
@@ -34,11 +34,17 @@ _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
 def check_topic(topic: object) -> str:
-    """``topic`` if it is a name Kafka accepts; else a TypeError/ValueError saying why."""
-    if type(topic) is not str:
+    """``topic`` if it is a name Kafka accepts; else a TypeError or an
+    :class:`InvalidTopicNameError` (a ValueError, and the KafkaError aiokafka's users
+    catch) saying why.
+
+    A str subclass is a name too (as for aiokafka), whether or not its partitions are
+    known yet.
+    """
+    if not isinstance(topic, str):
         raise TypeError(f"topic must be a str, got {type(topic).__name__} ({topic!r})")
     if _TOPIC_NAME.fullmatch(topic) is None or topic in (".", ".."):
-        raise ValueError(
+        raise InvalidTopicNameError(
             f"topic {topic!r} is not a valid Kafka topic name: 1 to 249 characters of "
             "ASCII letters, digits, '.', '_' and '-', and not '.' or '..'"
         )

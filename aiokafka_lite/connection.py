@@ -56,7 +56,21 @@ _SIZE = struct.Struct(">i")
 MAX_RESPONSE_SIZE = 100 * 1024 * 1024
 UNSUPPORTED_VERSION = 35
 UNSUPPORTED_SASL_MECHANISM = 33
+#: Apache Kafka refuses a re-authentication (ILLEGAL_SASL_STATE) that starts less than
+#: a second after the previous one started (KafkaChannel's minimum re-auth interval).
+MIN_REAUTH_INTERVAL = 1.0
 _UNSUPPORTED = struct.pack(">h", UNSUPPORTED_VERSION)
+_QUOTED = 40  # bytes of a server's non-Kafka answer quoted in the error
+
+
+def _kind_of(answer: bytes) -> str:
+    """A guess at what answered, from its first bytes (protocol facts, not proof)."""
+    if answer.startswith(b"HTTP/"):
+        return " (an HTTP server)"
+    if answer[:1] in (b"\x15", b"\x16") and answer[1:2] == b"\x03":
+        return " (a TLS record: the listener expects TLS, security_protocol 'SSL' or 'SASL_SSL')"
+    return ""
+
 
 R = TypeVar("R", bound=Response)
 # Starts a background task in the owner's task group (BackgroundTasks.spawn).
@@ -124,7 +138,13 @@ class BrokerConnection(asyncio.Protocol):
         self._closed: BaseException | None = None
         self._lost = self._loop.create_future()
         self.api_versions: dict[int, tuple[int, int]] = {}
+        #: The cluster's finalized features (ApiVersions v3+), e.g. ``transaction.version``.
+        self.finalized_features: dict[str, int] = {}
         self.last_activity = time.monotonic()
+        # Until the first Kafka response decodes, the server has not shown that it speaks
+        # Kafka: an error then says so (an HTTP server, a TLS listener, a wrong port).
+        self._spoke_kafka = False
+        self._first_bytes = b""  # what it sent before that, to quote
 
     def __repr__(self) -> str:
         return f"<BrokerConnection node={self.node_id} {self.host}:{self.port}>"
@@ -145,7 +165,7 @@ class BrokerConnection(asyncio.Protocol):
             self.close(KafkaConnectionError(str(e)))
             raise AuthenticationFailedError(
                 f"TLS handshake with node {self.node_id} at {self.host}:{self.port} failed: "
-                f"{e.verify_message or e}"
+                + _verify_failure(e, self.host)
             ) from None
         except TimeoutError:
             # A plaintext listener reads a TLS ClientHello as the start of a huge
@@ -155,6 +175,10 @@ class BrokerConnection(asyncio.Protocol):
                 if self._transport is None and self._security and self._security.ssl_context
                 else ""
             )
+            if self._transport is not None and not self._spoke_kafka:
+                error = KafkaConnectionError(self._no_kafka_answer(f"{timeout:.1f}s"))
+                self.close(error)
+                raise error from None
             self.close(KafkaConnectionError(f"connecting to {self.host}:{self.port} timed out"))
             raise KafkaConnectionError(
                 f"connecting to node {self.node_id} at {self.host}:{self.port} timed out "
@@ -168,6 +192,17 @@ class BrokerConnection(asyncio.Protocol):
             # past 65535 raises OverflowError, a NUL in the host ValueError, a
             # host IDNA cannot encode UnicodeError. Each is a failed attempt.
             cause = str(e) if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
+            if not str(e):  # asyncio's ConnectionResetError() for a close in the handshake
+                cause = type(e).__name__
+            if (
+                self._transport is None
+                and self._security is not None
+                and self._security.ssl_context is not None
+                and isinstance(e, ConnectionResetError | ConnectionAbortedError | ssl.SSLError)
+            ):
+                # A plaintext Kafka listener reads the ClientHello as a frame too large
+                # for it (socket.request.max.bytes) and closes the connection at once.
+                cause += " (during the TLS handshake: does this listener speak TLS?)"
             error = KafkaConnectionError(
                 f"cannot connect to node {self.node_id} at {self.host}:{self.port}: {cause}"
             )
@@ -176,6 +211,23 @@ class BrokerConnection(asyncio.Protocol):
         except BaseException:
             self.close(KafkaConnectionError("cancelled"))
             raise
+
+    def _not_kafka(self, what: str) -> str:
+        return f"the server at {self.host}:{self.port} does not speak Kafka: {what}"
+
+    def _no_kafka_answer(self, after: str) -> str:
+        """Connected, yet no Kafka response came: quote what came instead, if anything."""
+        if self._first_bytes:
+            return self._not_kafka(
+                f"it sent {self._first_bytes!r}, not a response to ApiVersions, then "
+                f"nothing more for {after}"
+            )
+        return (
+            f"connecting to node {self.node_id} at {self.host}:{self.port} timed out after "
+            f"{after}: the TCP connection was established, but no answer to Kafka's first "
+            "request (ApiVersions) came. Is a Kafka listener there? (A server that does not "
+            "speak Kafka, such as an HTTP server, may wait for more.)"
+        )
 
     async def _connect_transport(self) -> None:
         context = self._security.ssl_context if self._security is not None else None
@@ -192,13 +244,14 @@ class BrokerConnection(asyncio.Protocol):
         assert security is not None
         name = security.sasl_mechanism
         assert name is not None
+        started = time.monotonic()
         mechanism, token_expiry = await security.new_mechanism()
         where = f"node {self.node_id} ({self.host}:{self.port})"
         await self._sasl_handshake(name, where)
         lifetime_ms = await self._sasl_exchange(mechanism, where)
         self.authentications += 1
         log.debug("%s: authenticated with SASL %s", where, name)
-        self._schedule_reauth(lifetime_ms, token_expiry)
+        self._schedule_reauth(lifetime_ms, token_expiry, started)
 
     async def _sasl_handshake(self, name: str, where: str) -> None:
         try:
@@ -234,8 +287,9 @@ class BrokerConnection(asyncio.Protocol):
             )
             if resp.error_code:
                 detail = resp.error_message or f"error code {resp.error_code}"
-                if isinstance(mechanism, OAuthBearer) and mechanism.server_error:
-                    detail += f" ({mechanism.server_error})"
+                server_error = isinstance(mechanism, OAuthBearer) and mechanism.server_error
+                if server_error and server_error not in detail:  # Kafka sends it as both
+                    detail += f" ({server_error})"
                 raise AuthenticationFailedError(
                     f"SASL {mechanism.name} authentication with {where} failed: {detail}"
                 )
@@ -249,10 +303,13 @@ class BrokerConnection(asyncio.Protocol):
                 ) from None
         return lifetime_ms
 
-    def _schedule_reauth(self, lifetime_ms: int, token_expiry: float | None) -> None:
+    def _schedule_reauth(
+        self, lifetime_ms: int, token_expiry: float | None, started: float
+    ) -> None:
         # The broker closes a connection whose session expired (KIP-368), so
         # start again at 85-95% of the lifetime, as Java does; the jitter keeps
         # the connections of many producers from re-authenticating at once.
+        # Never sooner than Kafka allows: a session that short cannot be kept.
         if lifetime_ms <= 0:
             return
         now = time.monotonic()
@@ -260,6 +317,7 @@ class BrokerConnection(asyncio.Protocol):
         if token_expiry is not None:
             expires = min(expires, token_expiry)
         due = now + max(0.0, expires - now) * random.uniform(0.85, 0.95)
+        due = max(due, started + MIN_REAUTH_INTERVAL)
         self._reauth_timer = self._loop.call_at(
             self._loop.time() + (due - now), self._on_reauth_due
         )
@@ -321,6 +379,7 @@ class BrokerConnection(asyncio.Protocol):
         if resp.error_code:
             raise ProtocolError(f"ApiVersions failed with error code {resp.error_code}")
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        self.finalized_features = {f.name: f.max_version_level for f in resp.finalized_features}
 
     def close(self, reason: BaseException | None = None) -> None:
         """Close now, failing every in-flight request with ``reason``."""
@@ -434,6 +493,10 @@ class BrokerConnection(asyncio.Protocol):
     def _on_timeout(self, entry: _InFlight[Any]) -> None:
         # As Java's NetworkClient does: a request that timed out leaves the
         # connection in an unknown state, so drop the connection entirely.
+        if not self._spoke_kafka:
+            after = f"{self._request_timeout * 1000:.0f} ms (request_timeout_ms)"
+            self.close(KafkaConnectionError(self._no_kafka_answer(after)))
+            return
         self.close(
             KafkaTimeoutError(
                 f"{entry.request_cls.__name__} to node {self.node_id} got no response within "
@@ -448,7 +511,19 @@ class BrokerConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._closed is None:
+        if self._closed is None and not self._spoke_kafka:
+            # Not proof that it is no Kafka broker: one at its max.connections.per.ip
+            # limit (or shutting down) closes a new connection just so.
+            sent = f"sent {self._first_bytes!r} and " if self._first_bytes else ""
+            tls = self._security is not None and self._security.ssl_context is not None
+            self._closed = KafkaConnectionError(
+                f"the server at {self.host}:{self.port} {sent}closed the connection without "
+                "answering Kafka's first request (ApiVersions): it does not speak Kafka, "
+                + ("" if tls else "it expects TLS (security_protocol 'SSL' or 'SASL_SSL'), ")
+                + "or it is a Kafka broker refusing new connections (at its "
+                "max.connections.per.ip limit, or shutting down)" + (f" ({exc})" if exc else "")
+            )
+        elif self._closed is None:
             self._closed = KafkaConnectionError(
                 f"connection to node {self.node_id} ({self.host}:{self.port}) was lost"
                 + (f": {exc}" if exc else "")
@@ -461,6 +536,8 @@ class BrokerConnection(asyncio.Protocol):
             self._on_lost(self)
 
     def data_received(self, data: bytes) -> None:
+        if not self._spoke_kafka and len(self._first_bytes) < _QUOTED:
+            self._first_bytes += data[: _QUOTED - len(self._first_bytes)]
         buf = self._buf
         buf += data
         pos = 0
@@ -514,6 +591,7 @@ class BrokerConnection(asyncio.Protocol):
                 f"cannot parse {entry.request_cls.RESPONSE.__name__} v{entry.version}: {e}"
             )
             return False
+        self._spoke_kafka = True
         if not entry.future.done():
             entry.future.set_result(response)
         if self._reauth_pending and not self._in_flight:
@@ -521,6 +599,18 @@ class BrokerConnection(asyncio.Protocol):
         return True
 
     def _corrupt(self, what: str) -> None:
+        if not self._spoke_kafka:
+            # Its very first answer is not Kafka's: say what the server is, not how
+            # the bytes failed to parse (an HTTP server's "HTTP/1.1 400" is a frame
+            # size of 1.2 GB).
+            quoted = self._first_bytes
+            what = self._not_kafka(
+                f"it answered Kafka's first request (ApiVersions) with {quoted!r}"
+                + _kind_of(quoted)
+            )
+            log.info("%s; closing the connection", what)
+            self.close(ProtocolError(what))
+            return
         log.warning("node %s: %s; closing the connection", self.node_id, what)
         self.close(ProtocolError(f"node {self.node_id}: {what}"))
 
@@ -536,3 +626,21 @@ class BrokerConnection(asyncio.Protocol):
             if not fut.done():
                 fut.set_exception(exc)
         self._buf.clear()
+
+
+# OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
+_NAME_MISMATCH = (62, 64)
+
+
+def _verify_failure(e: ssl.SSLCertVerificationError, host: str) -> str:
+    """What failed in the broker's certificate, and what to check."""
+    reason = e.verify_message or str(e)
+    if e.verify_code in _NAME_MISMATCH:
+        return (
+            f"certificate verify failed: {reason} (the broker's certificate does not name "
+            f"{host!r}: connect with a name it holds)"
+        )
+    return (
+        f"certificate verify failed: {reason} (is ssl_cafile, or ssl_context's CA, the "
+        "one that signed the broker's certificate?)"
+    )

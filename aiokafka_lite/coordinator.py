@@ -74,10 +74,16 @@ class Coordinators:
         cfg = self._config
         return backoff_delay(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, failures)
 
-    async def request(self, key_type: int, key: str, request: Any) -> Any:
-        """Send ``request`` to the coordinator of ``key``; its answer."""
+    async def request(
+        self, key_type: int, key: str, request: Any, max_version: int | None = None
+    ) -> Any:
+        """Send ``request`` to the coordinator of ``key`` (in the newest version both
+        speak, at most ``max_version``); its answer."""
         conn = await self.connection(key_type, key)
-        return await self.send(conn, request, None, key_type, key)
+        version = None
+        if max_version is not None:
+            version = min(conn.version_for(type(request)), max_version)
+        return await self.send(conn, request, version, key_type, key)
 
     async def connection(self, key_type: int, key: str) -> BrokerConnection:
         """A connection to the coordinator of ``key``."""

@@ -5,24 +5,18 @@ in one call when the broker answers for the batch (``complete``) or the batch fa
 (``fail``), or to None when the broker sends no answer (``complete_none``, acks=0).
 The first of these wins; a future the caller cancelled stays cancelled.
 
-This module is the pure-Python twin: the futures are :class:`asyncio.Future` objects,
-each resolved with ``set_result`` (asyncio then runs each one's done callbacks through
-``loop.call_soon``). The compiled twin (``_cdelivery.pyx``, used when it was built, see
-:mod:`aiokafka_lite.speedups`) has the same API and the same observable behaviour,
-cheaper:
+The futures are :class:`asyncio.Future` objects in both twins (what asyncio, anyio,
+uvloop, pydantic, type checkers and the garbage collector expect of them), made with
+``asyncio.Future(loop=loop)`` on asyncio's own loops (its ``create_future`` is a
+Python-level wrapper of that call) and ``loop.create_future()`` on others, and resolved
+one by one with ``set_result``/``set_exception``, so asyncio runs their done callbacks
+as it runs any future's. A failed batch gives each future its own copy of the exception
+(see :mod:`aiokafka_lite.failure_copies`), as aiokafka does.
 
-* its futures are not :class:`asyncio.Future` instances (``isinstance`` is False), but
-  pass :func:`asyncio.isfuture` and work with ``await``, ``gather``, ``wait``, ``shield``,
-  ``as_completed``, ``wait_for`` and ``asyncio.timeout`` like one;
-* every future of the batch is done the moment ``complete``/``fail`` returns, as with
-  ``set_result``; their done callbacks then run from *one* loop callback per batch (each
-  in the context captured by ``add_done_callback``, an exception in one going to the
-  loop's exception handler as asyncio does), not one ``call_soon`` per callback;
-* a record's :class:`RecordMetadata` is built on the first ``result()``, from the batch's
-  shared outcome and the record's offset delta and timestamp;
-* a future is tracked by the cyclic garbage collector only while it holds something that
-  could form a cycle (done callbacks, an exception), and futures are reused through a
-  free list instead of being allocated one per record.
+This module is the pure-Python twin. The compiled twin (``_cdelivery.pyx``, used when it
+was built, see :mod:`aiokafka_lite.speedups`) has the same API and gives the same
+futures; it keeps each record's offset delta and timestamp as C integers and runs the
+resolving loop in C (about 0.13 us less per record).
 """
 
 from __future__ import annotations
@@ -31,6 +25,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from . import speedups
+from .failure_copies import own_copy
 from .structs import RecordMetadata, TopicPartition
 
 __all__ = ["FUTURES_MEMORY", "RECORD_MEMORY", "PyRecordFutures", "RecordFutures"]
@@ -112,13 +107,13 @@ class RecordFutures:
         self._release()
 
     def fail(self, exc: BaseException) -> None:
-        """Fail every future not done yet with ``exc``."""
+        """Fail every future not done yet with its own copy of ``exc`` (see failure_copies)."""
         if self.settled:
             return
         self.settled = True
         for fut in self.futures:
             if not fut.done():
-                fut.set_exception(exc)
+                fut.set_exception(own_copy(exc))
         self._release()
 
     def _release(self) -> None:

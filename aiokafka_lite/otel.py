@@ -85,7 +85,7 @@ class Instrumentation:
         inject = propagate.inject if propagator is None else propagator.inject
         untraced = producer.send  # bound: the plain or the intercepted send
         self._untraced = vars(producer).get("send")
-        client_id = producer.config.client_id
+        client_id = producer._config.client_id  # config may be a subclass's own
 
         async def send(
             topic: str,

@@ -11,7 +11,9 @@ up (same bound).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import ssl
 import threading
 import time
 import warnings
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from . import bulk_send, checks, compat, loop_check
 from .accumulator import SEND_BOUND, SEND_RECORD_MEMORY, RecordAccumulator
+from .aiokafka_client import AiokafkaClientView, AiokafkaInternals
 from .batch_builder import BatchBuilder
 from .client import NetworkClient
 from .compression import get_codec
@@ -33,8 +36,14 @@ from .errors import (
     ProducerNotStartedError,
 )
 from .hand_over import hand_over
-from .interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
+from .interceptors import (
+    ProducerInterceptor,
+    ProducerRecord,
+    run_on_acknowledgement,
+    run_on_send,
+)
 from .metadata import Metadata, wait_on_metadata
+from .partitioner import Partitioner
 from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
 from .producer_transactions import ProducerTransactions
 from .records import Header
@@ -67,40 +76,104 @@ _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 _get_ident = threading.get_ident
 
 
+def _is_default(value: Any, default: Any) -> bool:
+    """``value`` is the signature's default (the same object, or an equal one of its type)."""
+    return value is default or (type(value) is type(default) and value == default)
+
+
 def _no_fast_path(topic: Any, key: Any, value: Any) -> None:
     """send()'s fast path for a producer that has none: every record takes the general one."""
     return None
 
 
-class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
+class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
     """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
 
     # What send()'s loop check compares (see _check_send): set by its first full check.
     _send_loop: Any = loop_check.NotChecked
+    # aiokafka's producer numbers its unnamed instances through the module-level name
+    # AIOKafkaProducer, which is this class after patch_aiokafka(): keep its counter here
+    # so that aiokafka's own producer can still be built (by code holding its class).
+    _PRODUCER_CLIENT_ID_SEQUENCE = 0
 
     def __init__(
         self,
         *,
-        loop: asyncio.AbstractEventLoop | None = None,
+        bootstrap_servers: str | list[str] = "localhost:9092",
+        client_id: str | None = None,
+        acks: Literal[0, 1, -1, "all"] = "all",
+        linger_ms: float = 5,
+        batch_size: int = 16384,
+        buffer_memory: int = 32 * 1024 * 1024,
+        max_request_size: int = 1024 * 1024,
+        max_block_ms: int = 60000,
+        request_timeout_ms: int = 30000,
+        delivery_timeout_ms: int | None = None,
+        retries: int = 2**31 - 1,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
+        socket_connection_setup_timeout_ms: int = 10000,
+        metadata_max_age_ms: int = 300000,
+        metadata_max_idle_ms: int = 300000,
+        max_in_flight_requests_per_connection: int = 5,
+        connections_max_idle_ms: int | None = 540000,
+        enable_idempotence: bool | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
+        allow_auto_create_topics: bool = True,
+        fail_partition_on_error: bool = False,
+        compression_type: str | None = None,
+        compression_level: int | None = None,
+        security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT",
         key_serializer: Callable[[K], bytes | None] | str | None = None,
         value_serializer: Callable[[V], bytes | None] | str | None = None,
+        partitioner: Partitioner | None = None,
+        interceptors: Sequence[ProducerInterceptor] = (),
+        ssl_context: ssl.SSLContext | None = None,
+        ssl_cafile: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_password: str | None = None,
+        ssl_check_hostname: bool = True,
+        sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] = "PLAIN",
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        sasl_oauth_token_provider: Any = None,
+        loop: asyncio.AbstractEventLoop | None = None,
         api_version: str | None = None,
         sasl_kerberos_service_name: str = "kafka",
         sasl_kerberos_domain_name: str | None = None,
         **config: Any,
     ) -> None:
-        # The serializers are named here (not only in **config) so that type
-        # checkers infer K and V from them: send() then takes what they take.
-        # loop, api_version and the Kerberos names are aiokafka's; they change
-        # nothing here (the versions are negotiated per broker, and GSSAPI is
-        # refused by ProducerConfig), but code written for aiokafka passes them.
+        """Build a producer; nothing connects until :meth:`start`. Each option and why
+        its default: docs/configuration.md.
+
+        Every option of :class:`~aiokafka_lite.config.ProducerConfig` is an argument
+        here, with its default (tests/test_config.py keeps the two in step), and is
+        checked at once: a bad value raises ``ConfigError`` naming it. Two defaults
+        depend on other options, as Java's do: ``enable_idempotence=None`` is on unless
+        ``acks``, ``retries`` or ``max_in_flight_requests_per_connection`` rule it out
+        (then off; set it to ``True`` to make such a conflict an error), and
+        ``delivery_timeout_ms=None`` is 120000, or ``linger_ms + request_timeout_ms``
+        when that is longer. ``**config`` takes the other spellings: aiokafka's
+        ``max_batch_size``, Java's and librdkafka's dotted names
+        (``**{"enable.idempotence": False}``). ``loop``, ``api_version`` and the
+        Kerberos names are aiokafka's and change nothing here (the versions are
+        negotiated per broker; GSSAPI is refused).
+        """
+        # An argument left at its default is not "given": the config then applies its
+        # own rules (an alias may set it; the two derived defaults are computed).
+        arguments = locals()  # read first: every argument, and nothing else yet
+        config.update(
+            (name, value)
+            for name, value in tuple(arguments.items())
+            if name in _DEFAULTS and not _is_default(value, _DEFAULTS[name])
+        )
         compat.warn_deprecated(loop, api_version)
         compat.drop_acks_sentinel(config)
         del sasl_kerberos_service_name, sasl_kerberos_domain_name
-        if key_serializer is not None:
-            config["key_serializer"] = key_serializer
-        if value_serializer is not None:
-            config["value_serializer"] = value_serializer
         cfg = ProducerConfig.from_kwargs(**config).named()
         self._config = cfg
         self._serializing = cfg.key_serializer is not None or cfg.value_serializer is not None
@@ -113,7 +186,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         self._placement = placement = RecordPlacement(cfg)
         # Bound once, so that send() reads them as attributes of its own: the partitioner
         # and the key hash cache for its inline paths, the rest as its own methods.
-        self._partitioner = placement.partitioner
+        self._custom_partitioner = placement.partitioner
         self._hashes = placement.hashes
         self._hash_peek = placement.hashes.peek
         self._prepare = placement.prepare
@@ -142,8 +215,12 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         ]
         self._fast_append = _no_fast_path
 
-    @property
+    # Not properties: frameworks subclass the producer and keep their own attributes
+    # on it (kstreams sets ``self.config = kwargs`` before calling our __init__), so
+    # every public name aiokafka's producer lacks is one an instance can overwrite.
+    @functools.cached_property
     def config(self) -> ProducerConfig:
+        """The checked configuration (read-only: a new producer takes new options)."""
         return self._config
 
     @property
@@ -192,7 +269,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             self._client, self._metadata = runtime.client, runtime.metadata
             self._placement.metadata = runtime.metadata
             self._acc, self._sender = runtime.acc, runtime.sender
-            if not (self._wrapped or self._serializing or self._partitioner is not None):
+            if not (self._wrapped or self._serializing or self._custom_partitioner is not None):
                 path = SendPath(
                     runtime.metadata,
                     self._hashes,
@@ -261,7 +338,12 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
             self._state = _CLOSING
             if timeout is None:
                 timeout = self._config.delivery_timeout_ms / 1000
-            await self._runtime.close(timeout, self._txn_result.handle)
+            try:
+                await self._runtime.close(timeout, self._txn_result.handle)
+            finally:
+                view = self.__dict__.get("client")  # opened only if a framework used it
+                if isinstance(view, AiokafkaClientView):
+                    await uncancellable(view.close())
         finally:
             self._state = _CLOSED
             stopping.set_result(None)
@@ -398,7 +480,7 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
                 if size > self._max_request_size:
                     self._prepare(topic, k, v, headers)  # raises, naming the topic
                 headers = None
-            if partition is None and k is not None and self._partitioner is None:
+            if partition is None and k is not None and self._custom_partitioner is None:
                 # keyed: the common case, with the hash cache's hit path inline
                 h = self._hash_peek(k)
                 partition = (self._hashes.hash(k) if h is None else h) % len(parts)
@@ -595,3 +677,12 @@ class AIOKafkaProducer(ProducerTransactions, Generic[K, V]):
         return await bulk_send.send_many(
             self._acc, self._placement, send, topic, records, partition, parts, deadline
         )
+
+
+# The constructor's defaults of the configuration options (the arguments that are
+# ProducerConfig fields): an argument equal to its default was not given.
+_DEFAULTS: dict[str, Any] = {
+    name: default
+    for name, default in (AIOKafkaProducer.__init__.__kwdefaults__ or {}).items()
+    if name in ProducerConfig.__struct_fields__
+}

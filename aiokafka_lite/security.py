@@ -196,7 +196,11 @@ class Security:
 
     async def _fetch_token(self) -> tuple[str, float | None, Mapping[str, str]]:
         provider = self._provider
-        method = getattr(provider, "token", None)
+        # oauth_token(): aiokafka_lite.oauth's providers, the token with its expiry
+        # (their token() returns the str aiokafka expects).
+        method = getattr(provider, "oauth_token", None)
+        if not callable(method):
+            method = getattr(provider, "token", None)
         call = method if callable(method) else provider
         try:
             result = call()

@@ -247,6 +247,9 @@ class Sender:
         self._out.in_flight.update(batches)
         try:
             version = conn.version_for(ProduceRequest)
+            if self._txn is not None and not self._txn.v2:
+                # Produce v12+ asks the broker to add partitions (transactions v2).
+                version = min(version, ProduceRequest.MAX_VERSION_TXN_V1)
         except Exception as e:  # a broker too old (or too odd) for any Produce we speak
             self._fail_request(conn.node_id, batches, e, now)
             return
@@ -273,7 +276,9 @@ class Sender:
                 transactional_id=self._config.transactional_id,
                 acks=self._acks,
                 timeout_ms=self._config.request_timeout_ms,
-                topic_data=[TopicProduceData(t, parts) for t, parts in by_topic.items()],
+                topic_data=[
+                    TopicProduceData(name=t, partition_data=parts) for t, parts in by_topic.items()
+                ],
             )
             fut = conn.send(request, version, expect_response=self._acks != 0)
         except Exception as e:  # the connection closed meanwhile, or encoding failed

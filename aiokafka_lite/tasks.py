@@ -1,4 +1,4 @@
-"""The producer's background tasks, all owned by one anyio task group.
+"""The producer's background tasks, all owned by one :class:`BackgroundTasks`.
 
 Everything a producer runs besides the caller's own calls (the sender loop,
 connection attempts, metadata refreshes, InitProducerId, AddPartitionsToTxn,
@@ -6,10 +6,11 @@ re-authentication, a commit or abort that outlives its caller) is spawned into
 one :class:`BackgroundTasks`. Closing it cancels whatever is still running and
 waits for it to end, so no task can outlive the producer.
 
-The group is entered by a small supervisor task rather than by ``start()``
-itself: ``start()`` and ``stop()`` are often called from different tasks (an
-app's startup and shutdown hooks), and a task group must be left by the task
-that entered it.
+The tasks are plain asyncio tasks, held by the group and nothing global: a
+producer dropped without ``stop()`` in a loop closed with its tasks still pending
+is collected with that loop (as aiokafka's is), where a task registered with a
+process-wide task registry (anyio's keeps each task it runs until it finishes)
+would keep the loop alive for ever.
 
 :meth:`BackgroundTasks.spawn` returns a :class:`Handle`: awaiting it gives the
 task's result (or raises its exception) without ever cancelling the task, the
@@ -24,8 +25,6 @@ import logging
 from collections.abc import Awaitable, Callable, Generator
 from types import TracebackType
 from typing import Any, Generic, TypeVar
-
-import anyio
 
 from .errors import ProducerClosedError
 
@@ -42,12 +41,12 @@ CLOSE_TIMEOUT = 5.0
 class Handle(Generic[T]):
     """One background task: await it for its result; :meth:`cancel` stops it."""
 
-    __slots__ = ("_future", "_scope", "_stop", "name")
+    __slots__ = ("_future", "_stop", "_task", "name")
 
     def __init__(self, future: asyncio.Future[T], name: str) -> None:
         self._future = future
-        self._scope: anyio.CancelScope | None = None
-        self._stop: BaseException | None = None  # cancel() before the task ran
+        self._task: asyncio.Task[None] | None = None
+        self._stop: BaseException | None = None  # why it was cancelled
         self.name = name
         # The outcome is read by whoever awaits; nobody may, which is no error.
         future.add_done_callback(_retrieve)
@@ -64,8 +63,13 @@ class Handle(Generic[T]):
         if self._future.done():
             return
         self._stop = reason or ProducerClosedError(f"{self.name}: stopped")
-        if self._scope is not None:
-            self._scope.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+    def _fail(self, exc: BaseException) -> None:
+        if not self._future.done():
+            self._future.set_exception(exc)
+            self._future.exception()  # (as _retrieve: the loop may never run it now)
 
     def add_done_callback(self, callback: Callable[[Handle[T]], object]) -> None:
         self._future.add_done_callback(lambda _: callback(self))
@@ -92,68 +96,31 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
 
 
 class BackgroundTasks:
-    """An anyio task group that :meth:`open` enters and :meth:`close` leaves."""
+    """The tasks of one producer: :meth:`spawn` starts one, :meth:`close` ends them all."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._group: anyio.abc.TaskGroup | None = None
-        self._supervisor: asyncio.Task[None] | None = None
-        self._ready: asyncio.Future[None] | None = None
-        self._closing: asyncio.Future[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
         self._handles: set[Handle[Any]] = set()
-        # Spawned before the group was entered: started as soon as it is.
-        self._queued: list[tuple[Handle[Any], Callable[..., Awaitable[Any]], tuple[Any, ...]]] = []
         self.closed = False
 
     async def open(self) -> None:
-        """Enter the group (spawning does so by itself; this waits until it has)."""
-        ready = self._launch()
-        try:
-            await asyncio.shield(ready)
-        except BaseException:
-            self.abandon()
-            raise
-
-    def _launch(self) -> asyncio.Future[None]:
-        if self._ready is None:
-            loop = asyncio.get_running_loop()
-            self._ready = loop.create_future()
-            self._closing = loop.create_future()
-            self._supervisor = loop.create_task(
-                self._supervise(self._ready), name=f"{self.name}.tasks"
-            )
-        return self._ready
-
-    async def _supervise(self, ready: asyncio.Future[None]) -> None:
-        assert self._closing is not None
-        try:
-            async with anyio.create_task_group() as group:
-                self._group = group
-                ready.set_result(None)
-                queued, self._queued = self._queued, []
-                for handle, fn, args in queued:
-                    group.start_soon(self._run, handle, fn, args, name=handle.name)
-                await self._closing
-                group.cancel_scope.cancel()
-        finally:
-            self._group = None
-            self.closed = True
-            self._fail_pending()
+        """Ready to spawn (nothing to set up: kept for the runtime's start sequence)."""
 
     def spawn(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str) -> Handle[T]:
-        """Run ``fn(*args)`` in the group; once closed, the handle fails at once."""
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        """Run ``fn(*args)`` as a task of the group; once closed, the handle fails at once."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
         handle = Handle(future, name)
         if self.closed:
             future.set_exception(_closed(name))
             return handle
         self._handles.add(handle)
-        group = self._group
-        if group is None:
-            self._launch()
-            self._queued.append((handle, fn, args))
-        else:
-            group.start_soon(self._run, handle, fn, args, name=name)
+        task = loop.create_task(self._run(handle, fn, args), name=name)
+        if not task.done():  # (an eager task factory may have run it to its end)
+            handle._task = task
+            self._tasks.add(task)
+            task.add_done_callback(self._ended)
         return handle
 
     async def _run(
@@ -161,28 +128,28 @@ class BackgroundTasks:
     ) -> None:
         future = handle._future
         try:
-            with anyio.CancelScope() as scope:
-                handle._scope = scope
-                if handle._stop is not None:
-                    scope.cancel()
-                try:
-                    result = await fn(*args)
-                except Exception as e:  # the handle carries it; the group goes on
-                    if not future.done():
-                        future.set_exception(e)
-                    return
-                if not future.done():
-                    future.set_result(result)
+            result = await fn(*args)
+        except Exception as e:  # the handle carries it; the other tasks go on
+            if not future.done():
+                future.set_exception(e)
+            return
         finally:
             self._handles.discard(handle)
-            if not future.done():  # cancelled: by its handle, or by closing the group
-                future.set_exception(handle._stop or _closed(handle.name))
+            if handle._stop is not None or self.closed:
+                handle._fail(handle._stop or _closed(handle.name))
+        if not future.done():
+            future.set_result(result)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        # Cancelled before its first step, a task never runs _run's finally.
+        for handle in [h for h in self._handles if h._task is task]:
+            self._handles.discard(handle)
+            handle._fail(handle._stop or _closed(handle.name))
 
     def _fail_pending(self) -> None:
-        self._queued.clear()
         for handle in list(self._handles):
-            if not handle._future.done():
-                handle._future.set_exception(_closed(handle.name))
+            handle._fail(_closed(handle.name))
         self._handles.clear()
 
     async def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
@@ -190,22 +157,28 @@ class BackgroundTasks:
 
         Finishes even if the caller is cancelled meanwhile (it then re-raises).
         """
-        supervisor = self._supervisor
-        if self._closing is not None and not self._closing.done():
-            self._closing.set_result(None)
-        if supervisor is None or supervisor.done():
-            self.closed = True
-            return
-        done, _ = await uncancellable(asyncio.wait({supervisor}, timeout=timeout))
-        if not done:
+        self.closed = True
+        # Cancelled again until they end: a task may swallow one cancellation (as a
+        # cancel scope would, which cancels at every await until the task leaves it).
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._tasks:
+            pending = set(self._tasks)
+            for task in pending:
+                task.cancel()
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            await uncancellable(asyncio.wait(pending, timeout=min(left, 0.1)))
+        if self._tasks:
             log.warning("%s: background tasks did not end within %.1f s", self.name, timeout)
-            supervisor.cancel()
+        self._fail_pending()
 
     def abandon(self) -> None:
         """Close without waiting (from a callback, or a dropped producer's ``__del__``)."""
-        if self._closing is not None and not self._closing.done():
-            self._closing.set_result(None)
         self.closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        self._fail_pending()
 
     async def __aenter__(self) -> BackgroundTasks:
         await self.open()

@@ -15,6 +15,13 @@ they left open. Then, per transaction::
     abort_transaction()             drop unsent batches, wait for in-flight ones,
                                     EndTxn(abort)               -> READY
 
+On KIP-890's transactions v2 (Apache Kafka 4.0+ clusters finalize ``transaction.version``
+2; decided once, at start), the brokers add partitions themselves: Produce v12 adds a
+partition, TxnOffsetCommit v5 the group's offsets (no AddPartitionsToTxn, no
+AddOffsetsToTxn), and EndTxn v5 answers with a new epoch for the next transaction, whose
+records number from 0 again. On v1 the producer stays at Produce v11, EndTxn v4 and
+TxnOffsetCommit v4, as the brokers expect from a v1 client.
+
 States::
 
     UNINITIALIZED -> INITIALIZING -> READY -> IN_TRANSACTION -> COMMITTING -> READY
@@ -62,6 +69,7 @@ from .errors import (
 from .idempotence import IdempotenceState
 from .offsets import offset_topics
 from .producer_batch import PartitionQueue
+from .protocol.transactions import EndTxnResponse
 from .structs import OffsetAndMetadata, TopicPartition
 from .tasks import BackgroundTasks, Handle
 from .txn_requests import TxnRequests
@@ -151,6 +159,8 @@ class TransactionManager:
         self.state = TxnState.INITIALIZING
         try:
             await self._init_producer_id(bump=False)
+            if await self._requests.detect_v2():
+                log.info("transactional id %r: transactions v2 (KIP-890)", self.transactional_id)
         except KafkaError as e:
             self._fail(e, fatal=True)
             raise
@@ -205,7 +215,7 @@ class TransactionManager:
             if self.state is not TxnState.COMMITTING:
                 self._check_usable(op)  # raises, naming what broke the transaction
             if self._started:
-                await self._requests.end_txn(commit=True)
+                self._next_epoch(await self._requests.end_txn(commit=True))
         except KafkaError as e:
             if is_fatal(e):
                 self._fail(e, fatal=True)
@@ -242,7 +252,7 @@ class TransactionManager:
             await self._adds_settled()
             confirmed = self._started
             if self._started:
-                await self._requests.end_txn(commit=False)
+                self._next_epoch(await self._requests.end_txn(commit=False))
             if self.idem.bump_needed:
                 # A record failed after taking a sequence number: the broker
                 # would refuse the next one. A new epoch numbers from 0 again.
@@ -268,7 +278,8 @@ class TransactionManager:
         topics = offset_topics(offsets)
         self._enter(op)
         try:
-            await self._requests.add_offsets(group_id)
+            if not self.v2:  # on v2, TxnOffsetCommit v5 adds the offsets itself
+                await self._requests.add_offsets(group_id)
             self._started = True
             await self._requests.commit_offsets(group_id, topics)
         except KafkaError as e:
@@ -276,6 +287,11 @@ class TransactionManager:
             raise
         finally:
             self._busy = None
+
+    @property
+    def v2(self) -> bool:
+        """KIP-890's transactions v2: brokers add partitions, every EndTxn bumps the epoch."""
+        return self._requests.v2
 
     @property
     def open(self) -> bool:
@@ -294,6 +310,11 @@ class TransactionManager:
             self._drop_unsent()
             return {}
         added = self._added
+        if self.v2:  # Produce v12 adds each partition to the transaction
+            for tp in queued:
+                added.add(tp)
+                self._started = True
+            return ready
         for tp in queued:
             if tp not in added:
                 self._pending.add(tp)
@@ -452,6 +473,18 @@ class TransactionManager:
         self.idem.set_producer_id(response.producer_id, response.producer_epoch)
         log.info(
             "transactional id %r: producer id %s epoch %s",
+            self.transactional_id,
+            response.producer_id,
+            response.producer_epoch,
+        )
+
+    def _next_epoch(self, response: EndTxnResponse) -> None:
+        """Transactions v2: EndTxn v5 names the id and epoch of the next transaction."""
+        if not self.v2 or response.producer_epoch < 0:
+            return
+        self.idem.set_producer_id(response.producer_id, response.producer_epoch)
+        log.debug(
+            "transactional id %r: next transaction with producer id %s epoch %s",
             self.transactional_id,
             response.producer_id,
             response.producer_epoch,

@@ -1,7 +1,10 @@
 """The transactional producer's requests, each built, sent and checked (Java's TxnRequestHandlers).
 
 InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn go to the coordinator of
-the transactional id; TxnOffsetCommit to the coordinator of the consumer group. Each
+the transactional id; TxnOffsetCommit to the coordinator of the consumer group. On
+KIP-890's transactions v2 (:attr:`TxnRequests.v2`, where the cluster finalized
+``transaction.version`` 2) EndTxn v5 answers with the epoch of the next transaction and
+TxnOffsetCommit v5 adds the group's offsets itself; on v1 both stop at v4. Each
 request carries the current producer id and epoch, is sent through
 :class:`~aiokafka_lite.coordinator.Coordinators` (found with FindCoordinator, retried
 with backoff within ``max_block_ms``) and raises the error its answer carries. What an
@@ -49,6 +52,22 @@ class TxnRequests:
         self._config = config
         self._coords = coords
         self._idem = idem
+        #: KIP-890's transactions v2: the coordinator's cluster finalized
+        #: ``transaction.version`` >= 2 and it speaks EndTxn v5 (:meth:`detect_v2`).
+        self.v2 = False
+
+    async def detect_v2(self) -> bool:
+        """Whether our coordinator runs transactions v2 (KIP-890); sets :attr:`v2`."""
+        conn = await self._coords.connection(TRANSACTION, self._id)
+        end_txn = conn.api_versions.get(EndTxnRequest.API_KEY, (0, 0))
+        self.v2 = (
+            conn.finalized_features.get("transaction.version", 0) >= 2
+            and end_txn[1] >= EndTxnRequest.MAX_VERSION_TXN_V1 + 1
+        )
+        return self.v2
+
+    def _cap(self, request_cls: type[EndTxnRequest] | type[TxnOffsetCommitRequest]) -> int | None:
+        return None if self.v2 else request_cls.MAX_VERSION_TXN_V1
 
     async def init_producer_id(self, bump: bool) -> InitProducerIdResponse:
         """InitProducerId with our transactional id: the id and epoch to use from now on.
@@ -142,7 +161,9 @@ class TxnRequests:
                 producer_epoch=self._idem.epoch,
                 topics=offset_commit_topics(remaining),
             )
-            response: TxnOffsetCommitResponse = await self._coords.request(GROUP, group_id, request)
+            response: TxnOffsetCommitResponse = await self._coords.request(
+                GROUP, group_id, request, self._cap(TxnOffsetCommitRequest)
+            )
             first = take_committed(response, remaining, group_id)
             if first is not None:
                 self._coords.forget_on(first, GROUP, group_id)
@@ -152,10 +173,11 @@ class TxnRequests:
 
         await self._coords.retrying(f"TxnOffsetCommit for group {group_id!r}", attempt)
 
-    async def end_txn(self, commit: bool) -> None:
-        """EndTxn: the coordinator commits (or aborts) the transaction."""
+    async def end_txn(self, commit: bool) -> EndTxnResponse:
+        """EndTxn: the coordinator commits (or aborts) the transaction. On transactions
+        v2 the answer names the producer id and epoch of the next transaction."""
         what = "EndTxn(commit)" if commit else "EndTxn(abort)"
-        await self._to_txn_coordinator(
+        response = await self._to_txn_coordinator(
             what,
             what,
             lambda: EndTxnRequest(
@@ -164,20 +186,28 @@ class TxnRequests:
                 producer_epoch=self._idem.epoch,
                 committed=commit,
             ),
+            self._cap(EndTxnRequest),
         )
+        assert isinstance(response, EndTxnResponse)
+        return response
 
     async def _to_txn_coordinator(
-        self, what: str, check_as: str, build: Callable[[], AddOffsetsToTxnRequest | EndTxnRequest]
-    ) -> None:
+        self,
+        what: str,
+        check_as: str,
+        build: Callable[[], AddOffsetsToTxnRequest | EndTxnRequest],
+        max_version: int | None = None,
+    ) -> AddOffsetsToTxnResponse | EndTxnResponse:
         """Send ``build()`` (built afresh for each attempt, with the epoch of the moment)
         to our transaction coordinator until its answer has no error, retrying as
         :meth:`Coordinators.retrying` does; ``what`` names it in a timeout, ``check_as``
         in the broker's error."""
 
-        async def attempt() -> None:
+        async def attempt() -> AddOffsetsToTxnResponse | EndTxnResponse:
             response: AddOffsetsToTxnResponse | EndTxnResponse = await self._coords.request(
-                TRANSACTION, self._id, build()
+                TRANSACTION, self._id, build(), max_version
             )
             self._coords.check(response.error_code, TRANSACTION, self._id, check_as)
+            return response
 
-        await self._coords.retrying(what, attempt)
+        return await self._coords.retrying(what, attempt)

@@ -8,10 +8,10 @@ table gives the median and the range (min-max) of the repeats.
   ``send()`` only hands out a future from the current batch of 140 records (about a 16 KiB
   batch of 100-byte records) and a resolver completes the batches one per loop iteration,
   as a sender would. Variants: ``asyncio.Future`` resolved one by one (what an asyncio
-  producer does without batching its futures), ``RecordFutures`` pure (asyncio.Future,
-  resolved per batch) and compiled (its own future, callbacks in one loop callback per
-  batch, metadata built when asked for). No Kafka work at all: the ceiling of W1 for
-  each future type on this interpreter and machine.
+  producer does without batching its futures), ``RecordFutures`` pure and compiled (both
+  hand out asyncio.Future objects, resolved per batch; the compiled twin's loop over the
+  batch runs in C). No Kafka work at all: the ceiling of W1 for each on this interpreter
+  and machine.
 * ``encode``: ``RecordBatchBuilder.append`` of W1's records (8-byte key, 100-byte value)
   into 16 KiB batches, closed with their CRC; ``append_many``: the same via send_many's path.
 * ``murmur2``: a distinct 16-byte key per call (what the hash cache cannot hide).

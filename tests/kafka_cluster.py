@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -61,8 +62,21 @@ def _classpath_file() -> Path:
 
 
 def kafka_classpath() -> str:
-    """The classpath of the pinned Apache Kafka (broker, clients, tools), resolved by Maven."""
+    """The classpath of the pinned Apache Kafka (broker, clients, tools), resolved by Maven.
+
+    Safe to call from several processes at once (pytest-xdist workers): a file lock beside
+    the pom lets one of them run Maven while the others wait, then read its result.
+    """
     cached = _classpath_file()
+    with open(cached.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _read_or_resolve(cached)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _read_or_resolve(cached: Path) -> str:
     if cached.exists():
         cp = cached.read_text().strip()
         if cp and all(Path(p).exists() for p in cp.split(os.pathsep)):
@@ -133,7 +147,8 @@ class KafkaCluster:
 
     ``listeners`` are the client listeners (the first is also the inter-broker one
     unless ``inter_broker`` names another); ``PLAINTEXT`` alone by default.
-    ``settings`` are added to every node's ``server.properties`` (and win).
+    ``settings`` are added to every node's ``server.properties`` (and win);
+    ``format_args`` are passed to the storage format step (``--add-scram ...``).
     """
 
     def __init__(
@@ -147,6 +162,7 @@ class KafkaCluster:
         heap: str = DEFAULT_HEAP,
         jvm_options: Iterable[str] = (),
         start_timeout: float = 90.0,
+        format_args: Iterable[str] = (),
     ) -> None:
         self.dir = Path(work_dir)
         self.listeners = list(listeners)
@@ -154,8 +170,11 @@ class KafkaCluster:
         self.settings = dict(settings or {})
         self.heap = heap
         self.jvm_options = list(jvm_options)
+        #: extra ``StorageTool format`` arguments: ``--add-scram`` for SCRAM users,
+        #: ``--feature transaction.version=1`` for a 4.x cluster without KIP-890's v2
+        self.format_args = list(format_args)
         self.start_timeout = start_timeout
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = _cluster_id()
         self.nodes = [
             KafkaNode(
                 node_id=i,
@@ -271,6 +290,7 @@ class KafkaCluster:
                     "-c",
                     str(config),
                     "--ignore-formatted",
+                    *self.format_args,
                 ),
                 capture_output=True,
                 text=True,
@@ -382,9 +402,11 @@ class KafkaCluster:
         return f"--- node {node_id} ({node.log}) ---\n" + "\n".join(text)
 
     def java_tool(
-        self, main: str, *args: str, timeout: float = 300.0
+        self, main: str, *args: str, timeout: float = 300.0, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """Run one of Java's tools (``org.apache.kafka.tools.*``) with the cluster's classpath."""
+        """Run one of Java's tools (``org.apache.kafka.tools.*``) with the cluster's classpath.
+
+        ``input`` is written to the tool's stdin (e.g. the console producer's lines)."""
         java_bin = java()
         assert java_bin is not None
         return subprocess.run(
@@ -401,6 +423,7 @@ class KafkaCluster:
             text=True,
             timeout=timeout,
             check=False,
+            input=input,
         )
 
     def __enter__(self) -> KafkaCluster:
@@ -417,6 +440,17 @@ class KafkaCluster:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _cluster_id() -> str:
+    """A random KRaft cluster id (22 url-safe base64 characters).
+
+    One that starts with ``-`` would read as an option to the storage tool's ``-t``.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _port_open(port: int) -> bool:

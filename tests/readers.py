@@ -169,7 +169,7 @@ async def read_all_aiokafka(
     """Read ``topic`` from the beginning of every partition with aiokafka.
 
     Same contract as :func:`read_all_confluent` (returns what was read by the deadline).
-    The topic must already exist: its partitions come from the metadata fetched at start.
+    The topic must already exist: its partitions come from aiokafka's metadata.
     """
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
@@ -185,6 +185,11 @@ async def read_all_aiokafka(
         # coordinator's background task begin first.
         await asyncio.sleep(0)
         partitions = consumer.partitions_for_topic(topic)
+        if not partitions:
+            # aiokafka bootstraps with a Metadata request for no topics: Tansu answers it
+            # with every topic, Apache Kafka with none. Ask for this one.
+            await asyncio.wait_for(consumer._client.add_topic(topic), timeout)
+            partitions = consumer.partitions_for_topic(topic)
         if not partitions:
             raise RuntimeError(f"aiokafka reader: topic {topic!r} not found in metadata")
         tps = [AioTopicPartition(topic, p) for p in sorted(partitions)]

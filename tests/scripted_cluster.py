@@ -128,7 +128,7 @@ class LogCluster:
                     PartitionProduceResponse(pd.index, 0, self._append(t.name, pd))
                     for pd in t.partition_data
                 ]
-                topics.append(TopicProduceResponse(t.name, results))
+                topics.append(TopicProduceResponse(name=t.name, partition_responses=results))
             if produce.acks == 0:
                 return None
             return answer(req, ProduceResponse(responses=topics))

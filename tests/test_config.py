@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
+import pydoc
+import typing
 from typing import Any
 
+import msgspec
 import pytest
 
 import aiokafka_lite
@@ -165,6 +169,99 @@ def test_producer_constructor_validates_without_a_loop() -> None:
         aiokafka_lite.AIOKafkaProducer(linger_ms=-1)
     with pytest.raises(ConfigError, match="did you mean 'linger_ms'"):
         aiokafka_lite.AIOKafkaProducer(linger=5)
+
+
+# ---------------------------------------------------------------------------
+# the constructor's signature: every option, typed, with its default
+
+# aiokafka's arguments that are no options here (accepted, and change nothing).
+AIOKAFKA_NO_OPS = ("loop", "api_version", "sasl_kerberos_service_name", "sasl_kerberos_domain_name")
+# Defaults that depend on other options (as Java's do): None in the signature means
+# "not given", and the config derives the value.
+DERIVED = {"enable_idempotence": True, "delivery_timeout_ms": 120_000}
+
+
+def _config_defaults() -> dict[str, Any]:
+    return {
+        f.name: f.default_factory() if f.default is msgspec.NODEFAULT else f.default
+        for f in msgspec.structs.fields(ProducerConfig)
+    }
+
+
+def test_constructor_signature_lists_every_option_with_its_default() -> None:
+    params = inspect.signature(aiokafka_lite.AIOKafkaProducer).parameters
+    *named, rest = params.values()
+    assert rest.kind is inspect.Parameter.VAR_KEYWORD  # aliases and dotted names
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in named)
+    options = [p.name for p in named if p.name not in AIOKAFKA_NO_OPS]
+    # Every option of config.py, in its order (help() reads as the config does).
+    assert options == list(ProducerConfig.__struct_fields__)
+    defaults = _config_defaults()
+    for name in options:
+        default = params[name].default
+        if name in DERIVED:
+            assert default is None, name
+            assert defaults[name] == DERIVED[name], name
+        elif name == "interceptors":
+            assert default == () and defaults[name] == []  # an immutable empty default
+        else:
+            assert default == defaults[name], (name, default, defaults[name])
+            assert type(default) is type(defaults[name]), name
+
+
+def test_constructor_signature_types_match_the_config() -> None:
+    hints = typing.get_type_hints(aiokafka_lite.AIOKafkaProducer.__init__)
+    declared = typing.get_type_hints(ProducerConfig)  # without Annotated's bounds
+    for name, config_type in declared.items():
+        if config_type is Any or typing.get_args(config_type) == (Any,):
+            # msgspec has no callable type; the signature says what is taken.
+            assert hints[name] is not Any or name == "sasl_oauth_token_provider", name
+            continue
+        expected = config_type | None if name in DERIVED else config_type
+        assert hints[name] == expected, (name, hints[name], expected)
+
+
+def test_help_shows_the_arguments() -> None:
+    text = pydoc.render_doc(aiokafka_lite.AIOKafkaProducer, renderer=pydoc.plaintext)
+    # (The annotations are strings: the module has `from __future__ import annotations`.)
+    for shown in ("linger_ms: 'float' = 5", """acks: "Literal[0, 1, -1, 'all']" = 'all'""",
+                  "enable_idempotence: 'bool | None' = None", "**config: 'Any'"):  # fmt: skip
+        assert shown in text, shown
+
+
+def test_producer_left_at_its_defaults_has_the_config_defaults() -> None:
+    cfg = aiokafka_lite.AIOKafkaProducer().config
+    assert cfg == msgspec.structs.replace(ProducerConfig(), client_id=cfg.client_id)
+
+
+def test_constructor_keeps_the_configs_own_rules() -> None:
+    producer = aiokafka_lite.AIOKafkaProducer
+    # Derived defaults: idempotence turns itself off unless asked for explicitly...
+    assert producer(acks=1).config.enable_idempotence is False
+    with pytest.raises(ConfigError, match="enable_idempotence=True conflicts with acks=1"):
+        producer(acks=1, enable_idempotence=True)
+    # ...and delivery_timeout_ms grows to fit, unless given.
+    assert producer(request_timeout_ms=200_000).config.delivery_timeout_ms == 200_005
+    with pytest.raises(ConfigError, match="delivery_timeout_ms must be >="):
+        producer(request_timeout_ms=200_000, delivery_timeout_ms=120_000)
+    # An alias sets an option left at its default; both set is an error.
+    assert producer(max_batch_size=100).config.batch_size == 100
+    with pytest.raises(ConfigError, match="given twice"):
+        producer(batch_size=10, max_batch_size=100)
+    assert producer(**{"enable.idempotence": False}).config.enable_idempotence is False
+    assert producer(interceptors=[Tagger()]).config.interceptors[0].__class__ is Tagger
+    assert producer(interceptors=(Tagger(),)).config.interceptors[0].__class__ is Tagger
+    for bad in (None, 5):  # still the config's own check, naming the option
+        with pytest.raises(ConfigError, match="interceptors"):
+            producer(interceptors=bad)  # type: ignore[arg-type]
+
+
+class Tagger:
+    def on_send(self, record: Any) -> Any:
+        return record
+
+    def on_acknowledgement(self, metadata: Any, exception: BaseException | None) -> None:
+        pass
 
 
 # ---------------------------------------------------------------------------

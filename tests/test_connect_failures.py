@@ -11,15 +11,21 @@ failures to one node are logged at WARNING, but not on every attempt.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
 import logging
 import re
 import socket
 import ssl
+import threading
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from certs import make_server_certs
 from conftest import TopicFactory
 from invariants import Watch, assert_bounded_attempts
 from scripted_cluster import METADATA, LogCluster
@@ -183,6 +189,9 @@ async def test_a_leader_at_port_70000_is_retried_with_backoff_and_the_record_say
     assert 1 <= len(warnings) <= 1 + int(elapsed / 30), [r.getMessage() for r in warnings]
 
 
+@pytest.mark.tansu_only(
+    "kills its broker mid-send (fresh_broker); Apache Kafka's kill -9 faults: 3-node tests"
+)
 async def test_broker_killed_during_send_and_wait_the_timeout_carries_the_connection_error(
     fresh_broker: EmbeddedBroker, topic_factory: TopicFactory
 ) -> None:
@@ -246,3 +255,150 @@ async def test_a_refused_topic_name_leaves_the_metadata_topic_set() -> None:
     assert len(asked) <= 2, f"{len(asked)} Metadata requests after the refusal"
     for topics in asked:
         assert "refused.name" not in [t.name for t in topics or []]
+
+
+# -- a server that does not speak Kafka ------------------------------------------------
+#
+# Real servers on the bootstrap address: aiohttp's HTTP server answers the ApiVersions
+# bytes with "400 Bad Request"; the standard library's http.server waits for the end of
+# a request line that never comes; a TLS listener answers with a TLS alert or closes.
+
+
+@contextlib.asynccontextmanager
+async def aiohttp_server() -> AsyncIterator[int]:
+    runner = web.AppRunner(web.Application())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def stdlib_http_server() -> AsyncIterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        await asyncio.to_thread(server.shutdown)
+        server.server_close()
+
+
+@contextlib.asynccontextmanager
+async def tcp_server(answer: bytes | None) -> AsyncIterator[int]:
+    """Accepts; with ``answer`` None says nothing and holds on, else writes it and closes."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if answer is None:
+            await reader.read()  # until the client gives up
+        else:
+            await reader.read(1)
+            writer.write(answer)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+
+
+@contextlib.asynccontextmanager
+async def tls_listener(tmp_path: Path) -> AsyncIterator[int]:
+    """A TLS server (Python's ssl, as a TLS Kafka listener would be) that never gets past
+    the handshake with a plaintext client."""
+    certs = make_server_certs(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certs.cert_file, certs.key_file)
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+
+
+NOT_KAFKA = {
+    "aiohttp": (
+        lambda tmp: aiohttp_server(),
+        r"the server at 127\.0\.0\.1:\d+ does not speak Kafka: it answered Kafka's first "
+        r"request \(ApiVersions\) with b'HTTP/1\.\d 400 Bad Request.*' \(an HTTP server\)",
+    ),
+    "http.server": (
+        lambda tmp: stdlib_http_server(),
+        r"timed out after 1\.0s: the TCP connection was established, but no answer to "
+        r"Kafka's first request \(ApiVersions\) came\. Is a Kafka listener there\?",
+    ),
+    "silent": (
+        lambda tmp: tcp_server(None),
+        r"the TCP connection was established, but no answer",
+    ),
+    "closes": (
+        lambda tmp: tcp_server(b""),
+        r"closed the connection without answering Kafka's first request \(ApiVersions\): "
+        r"it does not speak Kafka, it expects TLS \(security_protocol 'SSL' or 'SASL_SSL'\), "
+        r"or it is a Kafka broker refusing new connections",
+    ),
+    "says-hi": (
+        lambda tmp: tcp_server(b"hi"),
+        r"the server at 127\.0\.0\.1:\d+ sent b'hi' and closed the connection without answering",
+    ),
+    "tls-listener": (
+        tls_listener,
+        r"does not speak Kafka: .*TLS|expects TLS",
+    ),
+}
+
+
+@pytest.mark.parametrize("server", list(NOT_KAFKA))
+async def test_a_server_that_does_not_speak_kafka_is_named_as_such(
+    server: str, tmp_path: Path
+) -> None:
+    start_server, message = NOT_KAFKA[server]
+    async with start_server(tmp_path) as port:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{port}", socket_connection_setup_timeout_ms=1000
+        )
+        started = time.monotonic()
+        with pytest.raises(KafkaConnectionError) as info:
+            await producer.start()
+        elapsed = time.monotonic() - started
+    text = str(info.value)
+    assert text.startswith(f"unable to bootstrap from 127.0.0.1:{port}: "), text
+    assert re.search(message, text), text
+    # Only the silent ones wait for the timeout; an answer or a close is known at once.
+    assert elapsed < (3.0 if server in ("http.server", "silent") else 0.9), elapsed
+
+
+async def test_tls_to_a_listener_that_closes_in_the_handshake_says_why() -> None:
+    """An Apache Kafka plaintext listener reads a TLS ClientHello as the size of a frame
+    too large for it and closes the connection (FIN) at once: asyncio then raises a
+    ConnectionResetError() whose text is empty. The error must still say something, and
+    point at TLS (tests/test_not_kafka_apache.py checks it against Apache Kafka)."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(65536)  # read everything, as Kafka does, then close (FIN)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    context = ssl.create_default_context()
+    try:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{port}", security_protocol="SSL", ssl_context=context
+        )
+        with pytest.raises(KafkaConnectionError) as info:
+            async with asyncio.timeout(STEP):
+                await producer.start()
+    finally:
+        server.close()
+    text = str(info.value)
+    assert not text.endswith(": "), text
+    assert "ConnectionResetError" in text and "does this listener speak TLS" in text, text

@@ -284,7 +284,9 @@ async def test_version_for_missing_api_raises_unsupported_version() -> None:
             conn.close()
 
 
-@pytest.mark.parametrize(("lo", "hi"), [(0, 2), (12, 15)])
+@pytest.mark.parametrize(
+    ("lo", "hi"), [(0, 2), (ProduceRequest.MAX_VERSION + 1, ProduceRequest.MAX_VERSION + 4)]
+)
 async def test_version_for_disjoint_ranges_raise_incompatible(lo: int, hi: int) -> None:
     assert IncompatibleBrokerVersion is IncompatibleBrokerVersionError
     async with scripted(api_versions={18: (0, 4), 0: (lo, hi)}) as broker:

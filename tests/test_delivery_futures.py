@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import gc
 import importlib
 import weakref
@@ -84,9 +85,9 @@ class ReferenceKit:
                     f.set_result(expected(i, base, append_time))
 
         def fail(exc: BaseException) -> None:
-            for f in futures:
+            for f in futures:  # each its own copy, as aiokafka's MessageBatch.failure
                 if not f.done():
-                    f.set_exception(exc)
+                    f.set_exception(copy.copy(exc))
 
         def complete_none() -> None:
             for f in futures:
@@ -318,11 +319,37 @@ async def callbacks_keep_their_place_among_call_soon(kit: Any) -> list[Any]:
     return trace
 
 
+async def callback_added_in_the_iteration_after_completion(kit: Any) -> list[Any]:
+    """A callback added to a done future runs in the loop iteration after it was added,
+    behind what was scheduled before it, even when a batch was completed just before."""
+    loop = asyncio.get_running_loop()
+    earlier, batch = kit.batch(1), kit.batch(1)
+    earlier.complete()
+    await settle()
+    order: list[str] = []
+
+    def before() -> None:  # runs first in its iteration: schedules for the next one
+        loop.call_soon(order.append, "scheduled before the add")
+
+    def add() -> None:
+        earlier.futures[0].add_done_callback(lambda f: order.append("added"))
+
+    def start() -> None:
+        loop.call_soon(before)
+        loop.call_soon(add)
+        batch.complete()  # its callbacks scheduled last
+
+    batch.futures[0].add_done_callback(lambda f: order.append("batch"))
+    loop.call_soon(start)
+    await asyncio.sleep(0.01)  # (a timer: the ready queue holds only the above)
+    return order
+
+
 async def callback_raises(kit: Any) -> list[Any]:
     loop = asyncio.get_running_loop()
     reported: list[Any] = []
     previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _, ctx: reported.append(ctx.get("exception")))
+    loop.set_exception_handler(lambda _, ctx: reported.append(ctx))
     try:
         batch = kit.batch(2)
         f0, f1 = batch.futures
@@ -339,7 +366,21 @@ async def callback_raises(kit: Any) -> list[Any]:
         await settle()
     finally:
         loop.set_exception_handler(previous)
-    return [calls, [(type(e).__name__, e.args) for e in reported]]
+    # The context's keys are asyncio's (a handler may read ctx["handle"]).
+    return [
+        calls,
+        [
+            (
+                type(c["exception"]).__name__,
+                c["exception"].args,
+                sorted(c),
+                c["message"],
+                type(c["handle"]).__name__,
+                len(c["handle"]._args),
+            )
+            for c in reported
+        ],
+    ]
 
 
 async def wait_first_and_all(kit: Any) -> list[Any]:
@@ -429,10 +470,11 @@ async def failed_batch(kit: Any) -> list[Any]:
     batch.fail(exc)
     trace: list[Any] = []
     for fut in batch.futures:
-        trace.append(fut.exception() is exc)
+        trace.append(fut.exception() is exc)  # each record's own copy
         with pytest.raises(ConnectionError) as info:
             fut.result()
-        trace.append(info.value is exc)
+        trace.append((info.value is fut.exception(), info.value.args))
+    trace.append(batch.futures[0].exception() is batch.futures[1].exception())
     return trace
 
 
@@ -489,7 +531,7 @@ async def never_retrieved(kit: Any) -> list[Any]:
     finally:
         loop.set_exception_handler(previous)
     return [
-        ("exception was never retrieved" in ctx["message"], ctx["exception"] is exc)
+        ("exception was never retrieved" in ctx["message"], repr(ctx["exception"]))
         for ctx in reported
     ]
 
@@ -505,6 +547,7 @@ SCENARIOS: list[Scenario] = [
     callback_contexts_are_separate,
     callbacks_keep_their_place_among_call_soon,
     callback_raises,
+    callback_added_in_the_iteration_after_completion,
     wait_first_and_all,
     shield_survives,
     as_completed_order,
@@ -556,11 +599,26 @@ async def test_contexts_errors_and_unretrieved_exceptions(cls: Any) -> None:
         ["at add_done_callback", "explicit context"],
         "later",
     ]
-    assert await side_by_side(cls, callback_raises) == [
-        ["boom", "after boom", "f1"],
-        [("RuntimeError", ("callback failed",))],
+    calls, reported = await side_by_side(cls, callback_raises)
+    assert calls == ["boom", "after boom", "f1"]
+    ((name, args, keys, message, handle_type, handle_args),) = reported
+    assert (name, args, keys) == (
+        "RuntimeError",
+        ("callback failed",),
+        [
+            "exception",
+            "handle",
+            "message",
+        ],
+    )
+    assert message.startswith("Exception in callback ") and "boom" in message
+    assert handle_type == "Handle" and handle_args == 1
+    assert await side_by_side(cls, callback_added_in_the_iteration_after_completion) == [
+        "batch",
+        "scheduled before the add",
+        "added",
     ]
-    assert await side_by_side(cls, never_retrieved) == [(True, True)]
+    assert await side_by_side(cls, never_retrieved) == [(True, "TimeoutError('no answer')")]
     assert await side_by_side(cls, callback_contexts_are_separate) == [
         [
             ("setter saw", "first"),  # the futures done already, first
@@ -629,31 +687,12 @@ async def test_record_metadata_is_not_tracked_by_the_gc(cls: Any) -> None:
     assert not gc.is_tracked(futures[0].result())
 
 
-@pytest.mark.skipif(CDELIVERY is None, reason="the extension is not built")
-async def test_compiled_future_is_tracked_only_while_it_could_form_a_cycle() -> None:
-    rf = CDELIVERY.RecordFutures(asyncio.get_running_loop())
-    plain, watched, failing = (rf.add(i, 0) for i in range(3))
-    assert not gc.is_tracked(plain)
-    watched.add_done_callback(lambda f: None)
-    assert gc.is_tracked(watched)  # a callback may refer back to it
-    rf.complete(TP, 0, -1, 0)
-    assert not gc.is_tracked(plain)
-    assert not gc.is_tracked(watched)  # callbacks handed to the loop
-    await settle()
-    assert not gc.is_tracked(plain.result())
-    rf2 = CDELIVERY.RecordFutures(asyncio.get_running_loop())
-    failing = rf2.add(0, 0)
-    rf2.fail(ValueError("x"))
-    assert gc.is_tracked(failing)  # the exception's traceback may lead back to it
-    failing.exception()
-
-
-@pytest.mark.skipif(CDELIVERY is None, reason="the extension is not built")
-async def test_compiled_future_in_a_cycle_through_its_callback_is_collected() -> None:
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_a_future_in_a_cycle_through_its_callback_is_collected(cls: Any) -> None:
     class Marker:
         pass
 
-    rf = CDELIVERY.RecordFutures(asyncio.get_running_loop())
+    rf = cls(asyncio.get_running_loop())
     fut = rf.add(0, 0)
     marker = Marker()
     alive = weakref.ref(marker)
@@ -662,61 +701,21 @@ async def test_compiled_future_in_a_cycle_through_its_callback_is_collected() ->
         pass
 
     fut.add_done_callback(callback)  # fut -> callback -> fut
+    rf.complete(TP, 0, -1, 0)
+    await settle()
     del fut, marker, callback, rf
     gc.collect()
     assert alive() is None
 
 
-@pytest.mark.skipif(CDELIVERY is None, reason="the extension is not built")
-async def test_compiled_futures_add_no_tracked_object_per_record() -> None:
-    rf = CDELIVERY.RecordFutures(asyncio.get_running_loop())
-    gc.collect()
-    before = len(gc.get_objects())
-    held = [rf.add(i, i) for i in range(1000)]
-    rf.complete(TP, 0, -1, 0)
-    results = [f.result() for f in held]
-    assert len(results) == 1000
-    assert len(gc.get_objects()) - before < 10  # the list `held`, `results`: not per record
-
-
-async def test_compiled_future_is_not_an_asyncio_future_instance() -> None:
-    """The one difference user code can see (docs/migration.md's table says so)."""
-    rf = delivery.RecordFutures(asyncio.get_running_loop())
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+async def test_futures_are_asyncio_futures(cls: Any) -> None:
+    """asyncio's own type in both builds: anyio, pydantic and type checkers rely on it."""
+    rf = cls(asyncio.get_running_loop())
     fut = rf.add(0, 0)
-    assert asyncio.isfuture(fut)
-    from aiokafka_lite import speedups
-
-    assert isinstance(fut, asyncio.Future) is (not speedups.COMPILED)
+    assert type(fut) is asyncio.Future
     rf.complete(TP, 0, -1, 0)
-
-
-@pytest.mark.skipif(CDELIVERY is None, reason="the extension is not built")
-async def test_recycled_futures_still_report_an_exception_never_retrieved() -> None:
-    """The compiled futures are reused through a free list. An object whose __del__ ran
-    once is marked finalized by CPython, which never finalizes twice: a recycled future
-    must still report its unretrieved exception (as asyncio does) and start untracked."""
-    loop = asyncio.get_running_loop()
-    reported: list[Any] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _, ctx: reported.append(ctx))
-    try:
-        for round_ in range(3):  # each round's futures are recycled by the next
-            futures = CDELIVERY.RecordFutures(loop)
-            made = [futures.add(i, 1000 + i) for i in range(2000)]
-            assert not any(gc.is_tracked(f) for f in made)
-            exc = RuntimeError(f"round {round_}")
-            futures.fail(exc)
-            for f in made[1:]:
-                f.exception()  # looked at: nothing to report
-            del made, futures, f
-            gc.collect()
-            await settle()
-            assert [(ctx["message"], ctx["exception"]) for ctx in reported] == [
-                ("RecordFuture exception was never retrieved", exc)
-            ]
-            reported.clear()
-    finally:
-        loop.set_exception_handler(previous)
+    assert fut.done() and fut._state == "FINISHED"
 
 
 @pytest.mark.parametrize("cls", IMPLEMENTATIONS)
@@ -746,3 +745,40 @@ async def test_a_topic_named_by_a_str_subclass_is_reported_as_named(cls: Any) ->
     futures.complete(tp, BASE_OFFSET, -1, LOG_START)
     await settle()
     assert fut.result().topic == "t" and fut.result().offset == BASE_OFFSET
+
+
+@pytest.mark.parametrize("cls", IMPLEMENTATIONS)
+def test_a_callback_raising_keyboard_interrupt_stops_the_loop_and_the_rest_run_later(
+    cls: Any,
+) -> None:
+    """As from an asyncio Handle: KeyboardInterrupt leaves the loop; the other callbacks
+    of the batch run when the loop runs again."""
+
+    def scenario(kit: Any) -> list[Any]:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        calls: list[str] = []
+        try:
+
+            async def make() -> Batch:
+                return kit.batch(2)
+
+            batch = loop.run_until_complete(make())
+
+            def interrupt(_: Any) -> None:
+                calls.append("interrupt")
+                raise KeyboardInterrupt
+
+            batch.futures[0].add_done_callback(interrupt)
+            batch.futures[1].add_done_callback(lambda f: calls.append("f1"))
+            loop.call_soon(batch.complete)
+            with pytest.raises(KeyboardInterrupt):
+                loop.run_until_complete(asyncio.sleep(0.01))
+            calls.append("loop left")
+            loop.run_until_complete(asyncio.sleep(0.01))
+            return calls
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+    assert scenario(OurKit(cls)) == scenario(ReferenceKit()) == ["interrupt", "loop left", "f1"]

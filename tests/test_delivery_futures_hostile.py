@@ -1,7 +1,7 @@
 """The per-record futures (pure and compiled twins) side by side with asyncio.Future where
 asyncio itself reaches into a future: gather over cancelled children (asyncio.timeout,
-wait_for and asyncio.run's shutdown cancel a gather this way), one exception shared by a
-whole failed batch, weak references.
+wait_for and asyncio.run's shutdown cancel a gather this way), one exception failing a
+whole batch, weak references.
 
 No sleeps with durations: a scenario that cannot finish is detected by the outer future
 still not being done after a few loop iterations (asyncio needs one or two).
@@ -110,8 +110,9 @@ async def test_gather_return_exceptions_with_a_cancelled_child(cls: Any) -> None
 
 @pytest.mark.parametrize("cls", KITS)
 async def test_shared_exception_traceback_does_not_grow_per_awaiter(cls: Any) -> None:
-    """One exception fails a whole batch (stop() shares one across every batch): each
-    awaiter re-raising it must not extend the traceback all the others see."""
+    """One exception fails a whole batch (stop() passes one to every batch; each record's
+    future gets a copy of it): each awaiter re-raising its exception must not extend the
+    traceback the others see."""
     batch = Batch(cls, 200)
 
     async def waiter(f: Any) -> int:

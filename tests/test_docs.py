@@ -8,6 +8,9 @@ The convention (written out for contributors in docs/testing.md):
   A block preceded by ``<!-- docs-test: run -->`` is also run as a script (with this
   checkout first on ``PYTHONPATH``); it names its broker ``localhost:9092``, which is
   replaced by the address of this session's broker, and must exit with status 0.
+  ``<!-- docs-test: run-spark -->`` marks a Spark example: run the same way under
+  ``-m spark`` (it needs Java), as in a plain virtualenv: no ``PYSPARK_PYTHON``, and a
+  ``python3`` first on ``PATH`` that is not this interpreter.
 * Every command of a ``bash`` block is checked: ``aiokafka-lite`` lines parse with the
   CLI's own parser, scripts exist and take the options named, ``pip install`` names real
   extras and packages, ``python -m pytest`` names declared markers, ``python -c`` runs.
@@ -35,6 +38,9 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from aiokafka_lite.cli import build_parser
 
@@ -46,7 +52,12 @@ DOC_BROKER = "localhost:9092"  # what runnable blocks connect to; replaced by th
 
 FENCE = re.compile(r"^(\s*)```(.*)$")
 MARKER = re.compile(r"^<!-- docs-test: ([a-z-]+) -->$")
-KINDS = {"python": {None, "run"}, "bash": {None}, "text": {None, "error-tree"}, "mermaid": {None}}
+KINDS = {
+    "python": {None, "run", "run-spark"},
+    "bash": {None},
+    "text": {None, "error-tree"},
+    "mermaid": {None},
+}
 
 
 @dataclass(frozen=True)
@@ -151,6 +162,23 @@ def test_python_blocks_type_check(tmp_path: Path) -> None:
     assert proc.returncode == 0 and not problems, "\n".join(problems) or proc.stdout + proc.stderr
 
 
+def ensure_read_topics(bootstrap: str, code: str) -> None:
+    """Create the topics a block names in ``TopicPartition("name", n)``: the topics its
+    application read from (offsets it commits), which exist on a real cluster. Apache
+    Kafka refuses offsets for a topic it does not have (UNKNOWN_TOPIC_OR_PARTITION)."""
+    wanted: dict[str, int] = {}
+    for name, partition in re.findall(r'TopicPartition\("([A-Za-z0-9._-]+)", (\d+)\)', code):
+        wanted[name] = max(wanted.get(name, 1), int(partition) + 1)
+    if not wanted:
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    existing = admin.list_topics(timeout=10).topics
+    missing = [NewTopic(t, num_partitions=n) for t, n in wanted.items() if t not in existing]
+    for fut in admin.create_topics(missing).values() if missing else []:
+        with contextlib.suppress(KafkaException):  # created meanwhile: fine
+            fut.result(timeout=15)
+
+
 @pytest.mark.parametrize("block", of_kind("python", "run"), ids=ids(of_kind("python", "run")))
 def test_runnable_python_block(block: Block, bootstrap: str, tmp_path: Path) -> None:
     # A block reaches only brokers the test controls: this session's, or one it starts.
@@ -159,6 +187,7 @@ def test_runnable_python_block(block: Block, bootstrap: str, tmp_path: Path) -> 
         or "EmbeddedBroker" in block.code
         or ("bootstrap" not in block.code)
     ), f"{block.where}: a runnable block connects to {DOC_BROKER} or starts EmbeddedBroker"
+    ensure_read_topics(bootstrap, block.code)
     script = tmp_path / "block.py"
     script.write_text(block.code.replace(DOC_BROKER, bootstrap))
     proc = subprocess.run(
@@ -173,6 +202,44 @@ def test_runnable_python_block(block: Block, bootstrap: str, tmp_path: Path) -> 
     assert proc.returncode == 0, f"{block.where} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
     # An example that leaves a failed future unread teaches users to lose errors.
     assert "never retrieved" not in proc.stderr, f"{block.where}:\n{proc.stderr[-3000:]}"
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(900)  # a JVM, a batch job and a streaming query, on a busy machine
+@pytest.mark.parametrize(
+    "block", of_kind("python", "run-spark"), ids=ids(of_kind("python", "run-spark"))
+)
+def test_runnable_spark_block(block: Block, bootstrap: str, tmp_path: Path) -> None:
+    # A Spark example must run as written where `python3` on PATH is another Python (an
+    # unactivated virtualenv, a system Python): Spark starts its workers with `python3`
+    # unless told otherwise, so the example must say which (local_session does). This
+    # stand-in python3 fails every worker that runs it.
+    from aiokafka_lite.spark.cluster import java_runtime
+
+    if java_runtime() is None:
+        pytest.skip("no Java runtime (no java on PATH, JAVA_HOME unset): Spark needs one")
+    assert DOC_BROKER in block.code, f"{block.where}: a Spark example connects to {DOC_BROKER}"
+    other = tmp_path / "other-python"
+    other.mkdir()
+    (other / "python3").write_text(
+        "#!/bin/sh\necho 'not the interpreter with aiokafka_lite' >&2\nexit 3\n"
+    )
+    (other / "python3").chmod(0o755)
+    script = tmp_path / "block.py"
+    script.write_text(block.code.replace(DOC_BROKER, bootstrap))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    env.update(PYTHONPATH=str(REPO_ROOT), PATH=f"{other}{os.pathsep}{env.get('PATH', '')}")
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert proc.returncode == 0, f"{block.where} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    assert "not the interpreter with aiokafka_lite" not in proc.stderr
 
 
 # -- bash: every command has a rule -----------------------------------------------------------

@@ -13,6 +13,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
 from readers import read_all_confluent
 
@@ -74,6 +75,9 @@ def test_quickstart_runs_with_one_command() -> None:
     assert counts == expected_per_partition(100_000)
 
 
+@pytest.mark.tansu_only(
+    "the example writes fixed topic names, so it needs an empty broker of its own (fresh_broker)"
+)
 def test_quickstart_against_a_cluster_is_read_back(fresh_broker: EmbeddedBroker) -> None:
     bootstrap = fresh_broker.bootstrap_servers
     proc = run_quickstart("--bootstrap-server", bootstrap, "--count", "3000")

@@ -87,7 +87,7 @@ class LogBroker:
                 results = []
                 for pd in t.partition_data:
                     results.append(PartitionProduceResponse(pd.index, 0, self._append(pd)))
-                topics.append(TopicProduceResponse(t.name, results))
+                topics.append(TopicProduceResponse(name=t.name, partition_responses=results))
             return answer(req, ProduceResponse(responses=topics))
         return None
 

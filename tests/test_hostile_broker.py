@@ -53,7 +53,10 @@ def _unasked(req: ReceivedRequest) -> bytes:
     produce = req.decode()
     topics = [
         TopicProduceResponse(
-            t.name, [PartitionProduceResponse(pd.index + 100, 0, 0) for pd in t.partition_data]
+            name=t.name,
+            partition_responses=[
+                PartitionProduceResponse(pd.index + 100, 0, 0) for pd in t.partition_data
+            ],
         )
         for t in produce.topic_data
     ]

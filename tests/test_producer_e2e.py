@@ -194,6 +194,7 @@ async def test_try_send_fails_fast_when_buffer_is_full(
         assert all(f.result().offset >= 0 for f in accepted)
 
 
+@pytest.mark.tansu_only("kills its broker (fresh_broker) so that memory never frees")
 async def test_send_waits_at_most_max_block_ms_for_memory(
     fresh_broker: object, topic_factory: TopicFactory
 ) -> None:
@@ -389,6 +390,7 @@ def _our_tasks() -> set[asyncio.Task[object]]:
     return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
 
 
+@pytest.mark.tansu_only("kills its broker (fresh_broker)")
 async def test_stop_with_broker_killed_returns_in_time(
     fresh_broker: object, topic_factory: TopicFactory
 ) -> None:

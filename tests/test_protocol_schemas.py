@@ -66,9 +66,9 @@ PAIRS = [
     ("OffsetFetchRequest", "OffsetFetchResponse"),
 ]
 # Requests we deliberately stop short of the schema's newest version (every field
-# is still declared): AddPartitionsToTxn v4+ is broker-to-broker, EndTxn v5 is
-# KIP-890's transactions v2, OffsetFetch v8+ is the multi-group form.
-CAPPED = {"AddPartitionsToTxnRequest": 3, "EndTxnRequest": 4, "OffsetFetchRequest": 7}
+# is still declared): AddPartitionsToTxn v4+ is broker-to-broker, Produce v13 names
+# topics by id, OffsetFetch v8+ is the multi-group form.
+CAPPED = {"AddPartitionsToTxnRequest": 3, "ProduceRequest": 12, "OffsetFetchRequest": 7}
 PAIRS += [
     ("SaslHandshakeRequest", "SaslHandshakeResponse"),
     ("SaslAuthenticateRequest", "SaslAuthenticateResponse"),

@@ -134,6 +134,7 @@ async def test_readers_return_partial_results_on_timeout(
     assert [(r.partition, r.offset, r.value) for r in got] == [(1, 0, b"only")]
 
 
+@pytest.mark.tansu_only("tests the embedded Tansu broker's own kill and restart")
 def test_kill_and_restart_reuses_the_port(fresh_broker: EmbeddedBroker) -> None:
     port = fresh_broker.port
     topic = create_topic(fresh_broker.bootstrap_servers, 1)
@@ -158,6 +159,7 @@ def test_kill_and_restart_reuses_the_port(fresh_broker: EmbeddedBroker) -> None:
     assert [r.value for r in got] == [b"after"]
 
 
+@pytest.mark.tansu_only("tests the embedded Tansu broker's own stop")
 def test_stop_is_quick_with_clients_connected(fresh_broker: EmbeddedBroker) -> None:
     # Tansu drains for 5 s on SIGTERM if a client is connected; stop() uses SIGINT.
     producer = Producer({"bootstrap.servers": fresh_broker.bootstrap_servers, "log_level": 0})

@@ -27,7 +27,7 @@ from scripted_broker import CLOSE, ReceivedRequest, ScriptedBroker, answer
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.config import ProducerConfig
-from aiokafka_lite.connection import BrokerConnection
+from aiokafka_lite.connection import MIN_REAUTH_INTERVAL, BrokerConnection
 from aiokafka_lite.errors import AuthenticationFailedError
 from aiokafka_lite.protocol.handshake import SaslAuthenticateResponse, SaslHandshakeResponse
 from aiokafka_lite.protocol.metadata import (
@@ -532,7 +532,8 @@ async def test_failed_reauthentication_fails_held_requests_and_closes(
             return 0, None, b"", True
         return 58, "token revoked", b"", True
 
-    script = await started(SaslBroker(authenticate, mechanisms=("OAUTHBEARER",), lifetime_ms=300))
+    # 1.2 s: Kafka refuses re-authenticating sooner than a second after the last one.
+    script = await started(SaslBroker(authenticate, mechanisms=("OAUTHBEARER",), lifetime_ms=1200))
     config = ProducerConfig(
         bootstrap_servers=script.broker.address,
         security_protocol="SASL_PLAINTEXT",
@@ -592,7 +593,7 @@ async def test_idle_connection_reauthenticates_only_when_next_used(
 ) -> None:
     """Past the re-authentication point an idle connection waits; the next request
     triggers it (no token is fetched for a connection nobody uses)."""
-    script = await started(SaslBroker(accept_bearer, mechanisms=("OAUTHBEARER",), lifetime_ms=200))
+    script = await started(SaslBroker(accept_bearer, mechanisms=("OAUTHBEARER",), lifetime_ms=1200))
     provider = CountingProvider()
     config = ProducerConfig(
         bootstrap_servers=script.broker.address,
@@ -610,7 +611,7 @@ async def test_idle_connection_reauthenticates_only_when_next_used(
     )
     try:
         await conn.open(5)
-        await asyncio.sleep(0.5)  # idle through two would-be re-authentications
+        await asyncio.sleep(1.5)  # idle through the would-be re-authentication
         assert provider.calls == 1
         async with asyncio.timeout(5):
             await conn.send(MetadataRequest(topics=[]))
@@ -690,3 +691,37 @@ async def test_buffered_records_fail_promptly_when_reconnecting_cannot_authentic
             assert not sent.errors and len(sent) == 3
             last = await asyncio.wait_for(producer.send_and_wait("t", b"last"), 10)
             assert last.offset == 0  # (the scripted broker answers every Produce with 0)
+
+
+async def test_reauthentication_waits_a_second_however_short_the_session(
+    started: Callable[[SaslBroker], Any],
+) -> None:
+    """Apache Kafka refuses (ILLEGAL_SASL_STATE) a re-authentication that starts within a
+    second of the previous one (found with a token that had 0.4 s left): a 200 ms session
+    is re-authenticated no sooner than MIN_REAUTH_INTERVAL after the last start.
+    (Inspects the connection's timer: the scripted broker has no such rule to break.)"""
+    script = await started(SaslBroker(accept_bearer, mechanisms=("OAUTHBEARER",), lifetime_ms=200))
+    config = ProducerConfig(
+        bootstrap_servers=script.broker.address,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=CountingProvider(),
+    )
+    conn = BrokerConnection(
+        -1,
+        "127.0.0.1",
+        script.broker.port,
+        client_id="t",
+        request_timeout_ms=5000,
+        security=Security(config),
+    )
+    loop = asyncio.get_running_loop()
+    try:
+        began = loop.time()
+        await conn.open(5)
+        timer = conn._reauth_timer
+        assert timer is not None
+        assert timer.when() >= began + MIN_REAUTH_INTERVAL - 0.01
+    finally:
+        conn.close()
+        await conn.wait_closed()

@@ -206,6 +206,9 @@ def test_report_indexing() -> None:
         report[5]
 
 
+@pytest.mark.tansu_only(
+    "freezes its broker (SIGSTOP through fresh_broker) so that memory never frees"
+)
 async def test_max_block_ms_bounds_the_whole_call(
     fresh_broker: EmbeddedBroker, topic_factory: TopicFactory
 ) -> None:

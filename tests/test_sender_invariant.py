@@ -153,7 +153,7 @@ def _mangled_produce_answer(case: str) -> Any:
                     results += [PartitionProduceResponse(pd.index, 0, 5)] * 2
                 else:  # NOT_LEADER_OR_FOLLOWER: the sender asks for new metadata
                     results.append(PartitionProduceResponse(pd.index, error_code=6))
-            topics.append(TopicProduceResponse(t.name, results))
+            topics.append(TopicProduceResponse(name=t.name, partition_responses=results))
         return answer(req, ProduceResponse(responses=topics))
 
     return hook

@@ -13,6 +13,7 @@ from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import KafkaTimeoutError, ProducerClosedError
 
 
+@pytest.mark.tansu_only("kills its broker (fresh_broker) so that memory never frees")
 async def test_a_send_waiting_for_memory_fails_as_closed_when_stop_gives_up(
     fresh_broker: EmbeddedBroker, topic_factory: TopicFactory
 ) -> None:

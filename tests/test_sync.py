@@ -145,12 +145,13 @@ def test_a_broker_that_never_answers_fails_the_constructor_and_leaves_nothing() 
 
 
 def test_close_is_idempotent_and_leaves_no_thread_or_socket(
-    broker: EmbeddedBroker, topic_factory: TopicFactory
+    bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     topic = topic_factory(1)
-    producer = Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=50)
+    port = int(bootstrap.rsplit(":", 1)[1])
+    producer = Producer(bootstrap_servers=bootstrap, linger_ms=50)
     futures = [producer.send(topic, b"%d" % i) for i in range(500)]
-    assert _sockets_to(broker.port)
+    assert _sockets_to(port)
     producer.close()
     # close() delivered what was buffered before returning.
     assert [f.result(0).offset for f in futures] == list(range(500))
@@ -162,7 +163,7 @@ def test_close_is_idempotent_and_leaves_no_thread_or_socket(
     for c in closers:
         c.join(10)
     assert not _facade_threads()
-    assert not _sockets_to(broker.port)
+    assert not _sockets_to(port)
     with pytest.raises(ProducerClosedError):
         producer.send(topic, b"late")
     with pytest.raises(ProducerClosedError):
@@ -193,6 +194,9 @@ def test_blocking_calls_from_a_done_callback_fail_instead_of_deadlocking(
     assert values == [b"first", b"from callback"]
 
 
+@pytest.mark.tansu_only(
+    "freezes its broker (SIGSTOP through fresh_broker) so that memory never frees"
+)
 def test_full_buffer_blocks_the_calling_thread_for_max_block_ms(
     fresh_broker: EmbeddedBroker, topic_factory: TopicFactory
 ) -> None:

@@ -1,4 +1,5 @@
-"""Transactions against the embedded Tansu broker and librdkafka's mock cluster.
+"""Transactions against the session brokers (Apache Kafka 4.1 and the embedded Tansu) and
+librdkafka's mock cluster.
 
 What a transaction wrote is checked two ways, both with other clients' code:
 
@@ -9,12 +10,14 @@ What a transaction wrote is checked two ways, both with other clients' code:
   right COMMIT or ABORT marker, so that Kafka's read_committed rule shows
   committed records once and aborted ones never.
 
-The second check is needed because neither broker here filters aborted records for
-read_committed consumers: both write the markers but send no ``aborted_transactions``
+The second check is needed because Tansu and the mock cluster do not filter aborted records
+for read_committed consumers: both write the markers but send no ``aborted_transactions``
 in Fetch responses (confluent-kafka's own transactional producer shows the same), so
 a read_committed consumer there also sees aborted records once their transaction has
 ended. (Tansu does keep it from reading an open transaction: see
 ``test_read_committed_waits_for_the_commit``.) Where a check relies on this, it says so.
+Apache Kafka does filter them: there read_committed shows exactly the committed records.
+Apache Kafka 4.1 runs KIP-890's transactions v2, Tansu v1: ``test_transaction_version``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from mockcluster import API_INIT_PRODUCER_ID, API_PRODUCE, MockCluster
 from txnlog import ABORT, COMMIT, committed_view, read_confluent, read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, OffsetAndMetadata, TopicPartition
+from aiokafka_lite.connection import BrokerConnection
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     ConfigError,
@@ -81,12 +85,13 @@ def mock_cluster() -> Iterator[MockCluster]:
         yield cluster
 
 
-@pytest.fixture(params=["tansu", "mock"])
+@pytest.fixture(params=["session", "mock"])
 def target(
     request: pytest.FixtureRequest, bootstrap: str, topic_factory: TopicFactory
 ) -> Iterator[tuple[str, str]]:
-    """(bootstrap, 3-partition topic) on Tansu or on a 3-broker mock cluster."""
-    if request.param == "tansu":
+    """(bootstrap, 3-partition topic) on the session broker (Tansu or Apache Kafka) or on a
+    3-broker mock cluster (run once: the conftest drops its copy under [kafka])."""
+    if request.param == "session":
         yield bootstrap, topic_factory(3)
         return
     with MockCluster(brokers=3) as cluster:
@@ -114,8 +119,16 @@ async def started(
     return p
 
 
+def on_apache_kafka(request: pytest.FixtureRequest) -> bool:
+    """This test's broker is Apache Kafka (not Tansu, not the mock cluster)."""
+    params = request.node.callspec.params
+    return bool(params.get("broker") == "kafka" and params.get("target", "session") == "session")
+
+
 async def test_committed_once_aborted_never(
-    target: tuple[str, str], producer_factory: list[AIOKafkaProducer[bytes, bytes]]
+    request: pytest.FixtureRequest,
+    target: tuple[str, str],
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
 ) -> None:
     bootstrap, topic = target
     p = await started(producer_factory, bootstrap, txn_id())
@@ -152,8 +165,11 @@ async def test_committed_once_aborted_never(
     seen = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_committed", 30)
     for v in committed:
         assert seen.count(v) == 1, v
-    # Neither broker filters aborted batches (see the module docstring), so the
-    # flushed-then-aborted records show here too; the never-sent ones cannot.
+    if on_apache_kafka(request):
+        # Apache Kafka filters aborted batches: exactly the committed records.
+        assert sorted(seen) == sorted(committed)
+    # Tansu and the mock do not filter aborted batches (see the module docstring), so
+    # the flushed-then-aborted records show there too; the never-sent ones cannot.
     assert not set(seen) & set(aborted[15:])
     everything = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_uncommitted", 45)
     assert sorted(everything) == sorted(committed + aborted[:15])
@@ -574,6 +590,9 @@ async def test_interceptors_and_transactions(
     assert seen == [0]
 
 
+@pytest.mark.tansu_only(
+    "the example's fixed topic and group names need an empty broker (fresh_broker)"
+)
 def test_example_consume_transform_produce(fresh_broker: EmbeddedBroker) -> None:
     bootstrap = fresh_broker.bootstrap_servers
     example = str(REPO_ROOT / "examples" / "transactions.py")
@@ -718,3 +737,70 @@ async def test_begin_transaction_not_awaited_warns_nothing(
         p.begin_transaction()
         gc.collect()
     await p.abort_transaction()
+
+
+async def test_transaction_version(
+    broker_name: str,
+    bootstrap: str,
+    topic_factory: TopicFactory,
+    producer_factory: list[AIOKafkaProducer[bytes, bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Apache Kafka 4.1 finalizes transaction.version 2 (KIP-890): the producer runs
+    transactions v2, every EndTxn (v5) gives the next transaction a new epoch, and offsets
+    and partitions join a transaction with no AddPartitionsToTxn/AddOffsetsToTxn. Tansu
+    runs v1, with one epoch throughout. Either way read_committed readers see exactly the
+    committed records where the broker filters aborted ones (Apache Kafka)."""
+    topic = topic_factory(3)
+    group = f"g-{uuid.uuid4().hex}"
+    sent: dict[str, set[int]] = {}  # request class -> the versions written
+    original = BrokerConnection.send
+
+    def recording(
+        self: BrokerConnection, request: Any, version: int | None = None, **kw: Any
+    ) -> Any:
+        fut = original(self, request, version, **kw)
+        v = version if version is not None else self.version_for(type(request))
+        sent.setdefault(type(request).__name__, set()).add(v)
+        return fut
+
+    monkeypatch.setattr(BrokerConnection, "send", recording)
+    p = await started(producer_factory, bootstrap, txn_id())
+    txn = p._sender.transactions
+    assert txn is not None
+    v2 = broker_name == "kafka"
+    assert txn.v2 is v2
+    epochs = [txn.idem.epoch]
+    committed: list[bytes] = []
+    for round_ in range(3):
+        p.begin_transaction()
+        values = [b"r%d-%d" % (round_, i) for i in range(9)]
+        for i, v in enumerate(values):
+            await p.send(topic, v, partition=i % 3)
+        await p.send_offsets_to_transaction({TopicPartition(topic, 0): round_ + 1}, group)
+        if round_ == 1:
+            await p.flush()
+            await p.abort_transaction()
+        else:
+            await p.commit_transaction()
+            committed += values
+        epochs.append(txn.idem.epoch)
+    if v2:
+        assert epochs == [epochs[0] + i for i in range(4)]  # one more per EndTxn
+        assert sent["ProduceRequest"] == {12} and sent["EndTxnRequest"] == {5}
+        assert sent["TxnOffsetCommitRequest"] == {5}
+        assert "AddPartitionsToTxnRequest" not in sent and "AddOffsetsToTxnRequest" not in sent
+    else:
+        assert epochs == [epochs[0]] * 4
+        assert max(sent["ProduceRequest"]) <= 11 and sent["EndTxnRequest"] == {4}
+        assert "AddPartitionsToTxnRequest" in sent and "AddOffsetsToTxnRequest" in sent
+    seen = await asyncio.to_thread(read_confluent, bootstrap, topic, "read_committed", 18)
+    for v in committed:
+        assert seen.count(v) == 1, v
+    if v2:
+        assert sorted(seen) == sorted(committed)
+    assert await asyncio.to_thread(committed_offsets, bootstrap, group, topic) == {
+        0: 3,  # the aborted transaction's offset (2) never counted
+        1: -1001,
+        2: -1001,
+    }

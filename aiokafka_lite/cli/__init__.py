@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import platform
 import sys
 from collections.abc import Sequence
 
+from .. import speedups
 from .._version import __version__
 from . import broker, perf, produce, topics
 from ._common import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, CliError
@@ -36,7 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=version_line(),
+        help="show the version, which build runs (compiled or pure Python) and the Python",
+    )
     parser.add_argument(
         "-v",
         "--verbose",
@@ -50,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_parser(sub)
     broker.add_parser(sub)
     return parser
+
+
+def version_line() -> str:
+    """``aiokafka-lite 0.1.0 (compiled build; CPython 3.12.4)``, or ``(pure-Python build:
+    <why>; ...)``: which of the two builds answers matters for speed and for bug reports."""
+    build = "compiled build" if speedups.COMPILED else f"pure-Python build: {speedups.REASON}"
+    python = f"{platform.python_implementation()} {platform.python_version()}"
+    return f"aiokafka-lite {__version__} ({build}; {python})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,5 @@
-"""What the subcommands share: exit codes, option parsing, the embedded broker, rich."""
+"""What the subcommands share: exit codes, option parsing, the embedded broker, rich,
+and the one way a cluster that cannot be used is reported."""
 
 from __future__ import annotations
 
@@ -6,13 +7,19 @@ import argparse
 import contextlib
 import importlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
 
 from ..admin import NewTopic, create_topics, describe_topics
 from ..config import ProducerConfig
-from ..errors import KafkaError
+from ..errors import (
+    AuthenticationFailedError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+)
+from ..producer import AIOKafkaProducer
 
 # The exit codes, one convention for every subcommand (EXIT_CODES says it to users).
 EXIT_OK = 0  # everything asked for was done
@@ -62,14 +69,33 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-def add_bootstrap(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
-    """``-b``: the cluster; optional where an embedded broker can stand in for it."""
+NO_CLUSTER = (
+    "{command} needs a cluster: pass -b HOST:PORT. For a local one, run "
+    "`aiokafka-lite broker` in another terminal and pass the address it prints "
+    "({command} starts no broker of its own: what it sent there would be lost when it exits)"
+)
+
+
+def add_bootstrap(
+    parser: argparse.ArgumentParser, *, required: bool = False, embedded: bool = False
+) -> None:
+    """``-b``: the cluster. ``required``: argparse enforces it; ``embedded``: an embedded
+    broker stands in for it; neither: the command checks it with :func:`need_bootstrap`."""
     help_text = "host:port[,host:port...] of the cluster"
-    if not required:
+    if embedded:
         help_text += "; without it an embedded broker is started for this run"
+    elif not required:
+        help_text += " (required; `aiokafka-lite broker` runs a local one)"
     parser.add_argument(
         "-b", "--bootstrap-server", metavar="SERVERS", required=required, help=help_text
     )
+
+
+def need_bootstrap(command: str, bootstrap: str | None) -> str:
+    """The -b address, or a CliError saying how to get a cluster (exit 2)."""
+    if not bootstrap:
+        raise CliError(NO_CLUSTER.format(command=command))
+    return bootstrap
 
 
 def add_producer_options(parser: argparse.ArgumentParser) -> None:
@@ -159,7 +185,8 @@ def say(message: str) -> None:
 async def cluster(
     bootstrap: str | None, topic: str | None = None, partitions: int = 1
 ) -> AsyncIterator[str]:
-    """Yield the bootstrap address: the given one, or an embedded broker's for this run.
+    """Yield the bootstrap address: the given one, or an embedded broker's for this run
+    (``perf`` only: its records are a measurement; ``produce`` refuses to run without -b).
 
     On an embedded broker, ``topic`` is created first (with ``partitions``).
     """
@@ -171,7 +198,10 @@ async def cluster(
     broker = EmbeddedBroker()
     await broker.astart()
     try:
-        say(f"started an embedded broker at {broker.bootstrap_servers}")
+        say(
+            f"started an embedded broker at {broker.bootstrap_servers} "
+            "(in memory: what is sent to it is gone when this command exits)"
+        )
         if topic is not None:
             await create_topics(
                 broker.bootstrap_servers, [NewTopic(topic, num_partitions=partitions)]
@@ -181,12 +211,61 @@ async def cluster(
         await broker.astop()
 
 
+def cluster_failure(bootstrap: str, error: KafkaError) -> str:
+    """What every command says when the cluster cannot be used at all (exit code 2).
+
+    One wording for all of them: ``cannot reach the cluster at ...`` (no connection, or
+    no Kafka answer), ``cannot log in to the cluster at ...`` (SASL or TLS refused), or
+    ``cannot use the cluster at ...`` (any other error before anything was done).
+    """
+    if isinstance(error, AuthenticationFailedError):
+        what = "cannot log in to"
+    elif isinstance(error, KafkaConnectionError | KafkaTimeoutError):
+        what = "cannot reach"
+    else:
+        what = "cannot use"
+    return f"{what} the cluster at {bootstrap}: {error}"
+
+
+@contextlib.contextmanager
+def reaching(bootstrap: str) -> Iterator[None]:
+    """Turn a KafkaError raised inside into :func:`cluster_failure`'s CliError (exit 2)."""
+    try:
+        yield
+    except KafkaError as e:
+        raise CliError(cluster_failure(bootstrap, e)) from e
+
+
+@contextlib.asynccontextmanager
+async def started_producer(
+    options: dict[str, Any], topic: str
+) -> AsyncIterator[AIOKafkaProducer[bytes, bytes]]:
+    """A started producer whose ``topic`` is known, stopped on the way out.
+
+    A cluster that cannot be reached (or refuses the login), a topic name Kafka refuses
+    and a topic whose metadata does not come are CliErrors (exit 2: nothing was sent),
+    never a traceback.
+    """
+    bootstrap = str(options["bootstrap_servers"])
+    producer = AIOKafkaProducer[bytes, bytes](**options)
+    with reaching(bootstrap):
+        await producer.start()  # a failed start() leaves nothing to stop
+    try:
+        try:
+            await producer.partitions_for(topic)
+        except ValueError as e:  # a name Kafka refuses, checked before any request
+            raise CliError(str(e)) from e
+        except KafkaError as e:  # no metadata in time, not authorized, ...
+            raise CliError(f"topic {topic!r} is not available: {e}") from e
+        yield producer
+    finally:
+        await producer.stop()
+
+
 async def require_topic(bootstrap: str, topic: str, timeout_ms: int) -> None:
     """Fail at once, naming the topic, when it does not exist (auto-creation is off)."""
-    try:
+    with reaching(bootstrap):
         _, found = await describe_topics(bootstrap, [topic], timeout_ms=timeout_ms)
-    except KafkaError as e:
-        raise CliError(f"cannot reach the cluster at {bootstrap}: {e}") from e
     for t in found:
         if t.name == topic and t.error is None and t.partitions:
             return

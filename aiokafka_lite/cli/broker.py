@@ -12,13 +12,26 @@ from ._common import EXIT_CODES, EXIT_OK, CliError, say
 
 __all__ = ["add_parser", "run"]
 
+BROKER_DESCRIPTION = """\
+Run an embedded Tansu broker (in-memory storage) in the foreground until Ctrl-C or
+SIGTERM. Its address (host:port) is the one line on stdout. Everything sent to it is
+gone when it stops.
+
+Two traps of this broker (not of a Kafka cluster):
+  * aiokafka's own idempotent or transactional producer (enable_idempotence=True or a
+    transactional_id) fails at start() with "[Error -1] UnknownError"; aiokafka_lite's
+    idempotent and transactional producers work.
+  * end offsets under-report, whoever wrote the records: end_offsets(), watermarks and
+    lag tools get the last batch's first offset + 1 (e.g. 8,906 for 10,000 records in
+    one partition). Count what a consumer reads instead.
+"""
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "broker",
         help="run an embedded (in-memory) broker for local development",
-        description="Run an embedded Tansu broker (in-memory storage) in the foreground "
-        "until Ctrl-C or SIGTERM. Its address (host:port) is the one line on stdout.",
+        description=BROKER_DESCRIPTION,
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -18,7 +18,7 @@ import time
 from array import array
 from typing import Any
 
-from ..errors import KafkaError, KafkaTimeoutError
+from ..errors import KafkaError
 from ..producer import AIOKafkaProducer
 from ..structs import RecordMetadata
 from ._common import (
@@ -31,6 +31,7 @@ from ._common import (
     cluster,
     producer_options,
     rich_module,
+    started_producer,
 )
 from ._progress import progress_bar
 
@@ -72,7 +73,7 @@ def add_parser(sub: Any) -> None:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_bootstrap(p)
+    add_bootstrap(p, embedded=True)
     p.add_argument("--topic", default="perf-test", help="the topic to send to (default: perf-test)")
     p.add_argument("--num-records", type=int, required=True, help="how many records to send")
     p.add_argument("--record-size", type=int, required=True, help="bytes per record value")
@@ -123,22 +124,20 @@ async def _measure(args: argparse.Namespace, options: dict[str, Any]) -> tuple[_
     rng = random.Random(0)
     payload = "".join(rng.choices(string.ascii_uppercase, k=args.record_size)).encode()
     stats = _Stats()
-    async with AIOKafkaProducer[bytes, bytes](**options) as producer:
-        try:
-            await producer.partitions_for(args.topic)
-        except KafkaTimeoutError as e:
-            raise CliError(f"topic {args.topic!r} is not available: {e}") from e
-        async with progress_bar(
+    async with (
+        started_producer(options, args.topic) as producer,
+        progress_bar(
             f"perf {args.topic}",
             args.num_records,
             lambda: stats.done,
             enabled=not args.no_progress,
-        ):
-            start = time.perf_counter()
-            await _send(producer, args, payload, stats, start)
-            await producer.flush(timeout=None)
-            elapsed = time.perf_counter() - start
-            stats.metrics = producer.metrics()
+        ),
+    ):
+        start = time.perf_counter()
+        await _send(producer, args, payload, stats, start)
+        await producer.flush(timeout=None)
+        elapsed = time.perf_counter() - start
+        stats.metrics = producer.metrics()
     return stats, elapsed
 
 

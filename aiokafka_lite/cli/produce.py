@@ -32,7 +32,7 @@ from typing import IO, Any
 
 import msgspec
 
-from ..errors import KafkaError, KafkaTimeoutError
+from ..errors import KafkaError
 from ..producer import AIOKafkaProducer
 from ..records import Header
 from ..structs import RecordMetadata
@@ -44,11 +44,12 @@ from ._common import (
     CliError,
     add_bootstrap,
     add_producer_options,
-    cluster,
     key_value,
+    need_bootstrap,
     producer_options,
     require_topic,
     say,
+    started_producer,
 )
 from ._progress import progress_bar
 
@@ -142,12 +143,6 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--partition", type=int, help="send every record to this partition")
     p.add_argument(
-        "--partitions",
-        type=int,
-        default=1,
-        help="partitions of the topic on an embedded broker (default: 1)",
-    )
-    p.add_argument(
         "--no-auto-create",
         action="store_true",
         help="fail at once if the topic does not exist, instead of letting the broker create it",
@@ -159,10 +154,10 @@ def add_parser(sub: Any) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
+    bootstrap = need_bootstrap("produce", args.bootstrap_server)
     source = _open(args.file)
     try:
-        async with cluster(args.bootstrap_server, args.topic, args.partitions) as bootstrap:
-            outcome = await _produce(args, bootstrap, source)
+        outcome = await _produce(args, bootstrap, source)
     finally:
         if source is not sys.stdin.buffer:
             source.close()
@@ -187,24 +182,22 @@ async def _produce(args: argparse.Namespace, bootstrap: str, source: IO[bytes]) 
         await require_topic(bootstrap, args.topic, args.max_block_ms)
     common = [(k, v.encode()) for k, v in args.headers]
     outcome = Outcome(show=args.show_errors)
-    async with AIOKafkaProducer[bytes, bytes](**options) as producer:
-        try:
-            await producer.partitions_for(args.topic)
-        except KafkaTimeoutError as e:
-            raise CliError(f"topic {args.topic!r} is not available: {e}") from e
-        async with progress_bar(
+    async with (
+        started_producer(options, args.topic) as producer,
+        progress_bar(
             f"producing to {args.topic}", None, outcome.collect, enabled=not args.no_progress
-        ):
-            try:
-                await _send_all(producer, args, source, common, outcome)
-                await producer.flush(timeout=None)
-            except asyncio.CancelledError:
-                # Ctrl-C (asyncio.run cancels this task): stop reading, let the producer
-                # deliver what it holds as it stops, and still print the summary.
-                task = asyncio.current_task()
-                if task is None or task.uncancel() > 0:
-                    raise  # cancelled for another reason too
-                outcome.interrupted = True
+        ),
+    ):
+        try:
+            await _send_all(producer, args, source, common, outcome)
+            await producer.flush(timeout=None)
+        except asyncio.CancelledError:
+            # Ctrl-C (asyncio.run cancels this task): stop reading, let the producer
+            # deliver what it holds as it stops, and still print the summary.
+            task = asyncio.current_task()
+            if task is None or task.uncancel() > 0:
+                raise  # cancelled for another reason too
+            outcome.interrupted = True
     outcome.collect()  # stop() resolved every future
     return outcome
 

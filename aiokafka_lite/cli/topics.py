@@ -15,6 +15,7 @@ from ._common import (
     EXIT_USAGE,
     CliError,
     add_bootstrap,
+    cluster_failure,
     key_value,
     rich_module,
     say,
@@ -96,7 +97,7 @@ async def run(args: argparse.Namespace) -> int:
                 args.bootstrap_server, args.names, timeout_ms=args.timeout_ms
             )
     except KafkaError as e:
-        raise CliError(str(e)) from e
+        raise CliError(cluster_failure(args.bootstrap_server, e)) from e
     if args.action == "list":
         _list(topics)
     else:
@@ -132,7 +133,8 @@ async def _create(args: argparse.Namespace) -> int:
         except KafkaError as e:  # the cluster itself failed us: the rest would fail too
             done = f" (created: {', '.join(created)})" if created else ""
             code = EXIT_FAILED if created else EXIT_USAGE
-            raise CliError(f"cannot create {name}: {e}{done}", code) from e
+            failure = cluster_failure(args.bootstrap_server, e)
+            raise CliError(f"cannot create {name}: {failure}{done}", code) from e
         else:
             created.append(name)
             say(f"created {name} ({args.partitions} partition(s))")

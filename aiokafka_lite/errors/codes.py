@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from .base import BrokerResponseError, KafkaError, KafkaTimeoutError
 
-__all__ = ["RecordTooLargeError", "UnknownTopicTimeoutError", "error_from_response", "for_code"]
+__all__ = [
+    "InvalidTopicNameError",
+    "RecordTooLargeError",
+    "UnknownTopicTimeoutError",
+    "error_from_response",
+    "for_code",
+]
 
 _TABLE = """
   -1 UNKNOWN_SERVER_ERROR                  -- UnknownServerException
@@ -204,6 +210,21 @@ class UnknownTopicTimeoutError(KafkaTimeoutError, _BY_CODE[3]):
     A :class:`KafkaTimeoutError`, as Java raises there, and an
     ``UnknownTopicOrPartitionError``, as aiokafka raises there, so that either
     ``except`` catches it; the message is just the reason.
+    """
+
+    def __str__(self) -> str:
+        return self.message or ""
+
+
+class InvalidTopicNameError(_BY_CODE[17], _BY_CODE[3], ValueError):
+    """Client side: ``send()`` to a name Kafka refuses as a topic name.
+
+    Raised at the call, before anything is sent. A kind of the broker's
+    ``INVALID_TOPIC_EXCEPTION`` (:class:`InvalidTopicError`, what Java raises), of
+    ``UNKNOWN_TOPIC_OR_PARTITION`` (aiokafka raises ``UnknownTopicOrPartitionError`` for
+    such a name once ``request_timeout_ms`` has passed, so ``except KafkaError`` and
+    ``except UnknownTopicOrPartitionError`` written for aiokafka catch it) and a
+    ``ValueError`` (a bad argument); the message is just the reason.
     """
 
     def __str__(self) -> str:

@@ -49,7 +49,8 @@ class PartitionProduceResponse(Message):
 
 
 class TopicProduceResponse(Message):
-    name: A[str, F("string")] = ""
+    name: A[str, F("string", "0-12")] = ""
+    topic_id: A[bytes, F("uuid", "13+")] = bytes(16)
     partition_responses: A[list[PartitionProduceResponse], F("[]PartitionProduceResponse")] = []
 
 
@@ -75,14 +76,21 @@ class PartitionProduceData(Message):
 
 
 class TopicProduceData(Message):
-    name: A[str, F("string")] = ""
+    name: A[str, F("string", "0-12")] = ""
+    topic_id: A[bytes, F("uuid", "13+")] = bytes(16)
     partition_data: A[list[PartitionProduceData], F("[]PartitionProduceData")] = []
 
 
 class ProduceRequest(Request):
     API_KEY = 0
     MIN_VERSION = 3  # record batch v2 (magic 2) needs Produce v3+
-    MAX_VERSION = 11
+    # v12 (the same layout as v11) tells a broker with KIP-890's transactions v2 that a
+    # transactional producer lets the broker add partitions to its transaction; a
+    # producer on transactions v1 stops at v11. v13 names topics by id (KIP-516): not
+    # spoken.
+    MAX_VERSION = 12
+    #: The newest version for a transactional producer on transactions v1.
+    MAX_VERSION_TXN_V1 = 11
     FLEXIBLE_SINCE = 9
     RESPONSE = ProduceResponse
 

@@ -173,9 +173,12 @@ class EndTxnResponse(Response):
 class EndTxnRequest(Request):
     API_KEY = 26
     MIN_VERSION = 0
-    # v5 is KIP-890's "transactions v2" (a new epoch after every transaction,
-    # partitions added by Produce v12): a different protocol, not spoken here.
-    MAX_VERSION = 4
+    # v5 is KIP-890's transactions v2: the answer carries the producer id and the new
+    # epoch the coordinator gives after every transaction (partitions are added by
+    # Produce v12). Spoken only where the cluster runs transactions v2.
+    MAX_VERSION = 5
+    #: The newest version on transactions v1.
+    MAX_VERSION_TXN_V1 = 4
     FLEXIBLE_SINCE = 3
     RESPONSE = EndTxnResponse
 
@@ -226,7 +229,11 @@ class TxnOffsetCommitResponse(Response):
 class TxnOffsetCommitRequest(Request):
     API_KEY = 28
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    # v5 (KIP-890's transactions v2, the same layout as v4) adds the group's offsets
+    # partition to the transaction without AddOffsetsToTxn.
+    MAX_VERSION = 5
+    #: The newest version on transactions v1.
+    MAX_VERSION_TXN_V1 = 4
     FLEXIBLE_SINCE = 3
     RESPONSE = TxnOffsetCommitResponse
 

@@ -10,9 +10,11 @@ Run from the repository root::
     python -m benchmarks.bench --idempotence              # W1 with idempotence on
     python -m benchmarks.bench --workloads W1,W3 --sizes  # --workloads plus the extras
     python -m benchmarks.bench --workloads W5-small --clients aiokafka_lite  # 10x, small
+    python -m benchmarks.bench --broker kafka --workloads W1,W3,keyless  # + Java's producer
 
-One embedded Tansu broker is started by the parent process; every (workload, client) run
-is a fresh worker subprocess with a fresh topic, so no client's imports, threads, memory
+One broker is started by the parent process (``--broker``: the embedded Tansu broker, or
+a 1-node Apache Kafka from ``tests/kafka_cluster.py``); every (workload, client) run is a
+fresh worker subprocess with a fresh topic, so no client's imports, threads, memory
 or garbage affect another's figures. A worker prints one ``BENCH-RESULT {json}`` line;
 the parent collects those, prints a table and writes everything to
 ``benchmarks/results/latest.json`` (and a chart of records/s to ``latest.png`` if
@@ -25,8 +27,11 @@ The modules, by concern:
 * :mod:`.run_async`, :mod:`.run_confluent`, :mod:`.run_kafka_python`: each workload on
   each client (aiokafka_lite and aiokafka share the async runners with confluent-aio)
 * :mod:`.measure`: a run's result, wall and CPU time, RSS sampling, latency percentiles
+* :mod:`.run_java`: Java's KafkaProducer (kafka-tools' ProducerPerformance, client
+  ``java``), run and measured from the parent: a JVM is its own process already
 * :mod:`.worker`: the worker process (which runner runs a workload on a client)
-* :mod:`.processes`: the parent's side of process isolation; brokers and the W5 proxy
+* :mod:`.processes`: the parent's side of process isolation; the W5 proxy
+* :mod:`.brokers`: the broker of a run (Tansu or Apache Kafka)
 * :mod:`.plan`: what an invocation runs, interleaved across clients and repeats
 * :mod:`.stats`: medians and ranges over the repeats, ratios against the peers
 * :mod:`.report`: table, footer, chart and JSON; :mod:`.cli`: the options

@@ -14,7 +14,7 @@ from .plan import Plan, run_plan
 from .report import machine_info, render_footer, render_table, write_chart, write_json
 from .stats import add_cpu_vs_w1, add_ratios, summarize
 from .worker import worker_main
-from .workloads import ALL_CLIENTS, WORKLOAD_LIST, WORKLOADS, Workload
+from .workloads import BROKERS, CLIENT_CHOICES, WORKLOAD_LIST, WORKLOADS, Workload
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"  # benchmarks/results
 
@@ -57,7 +57,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--workloads", help="ids or groups, e.g. W1,W3,W6 (default: W1-W6 without the extras)"
     )
-    parser.add_argument("--clients", default=",".join(ALL_CLIENTS), help="comma-separated")
+    parser.add_argument(
+        "--clients",
+        default=",".join(CLIENT_CHOICES),
+        help="comma-separated (java: Java's ProducerPerformance, W1 and W3 only)",
+    )
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        default="tansu",
+        help="embedded Tansu (default) or a 1-node Apache Kafka (needs Java and Maven)",
+    )
     parser.add_argument(
         "--repeat", type=int, help="interleaved runs; median and range shown (default 3; quick 1)"
     )
@@ -84,8 +94,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def make_plan(args: argparse.Namespace, notes: list[str]) -> Plan:
     workloads = select_workloads(args)
+    if args.broker != "tansu" and any(w.runner_kind == "W5" for w in workloads):
+        workloads = [w for w in workloads if w.runner_kind != "W5"]
+        notes.append("W5 left out: it runs against a throttled embedded Tansu broker only")
     clients = []
-    for name in parse_list(args.clients, ALL_CLIENTS, "client"):
+    for name in parse_list(args.clients, CLIENT_CHOICES, "client"):
         reason = client_available(name)
         if reason is None:
             clients.append(name)
@@ -103,7 +116,15 @@ def make_plan(args: argparse.Namespace, notes: list[str]) -> Plan:
             raise SystemExit("W5 samples RSS with psutil: pip install psutil") from None
     deadline = args.deadline if args.deadline is not None else (20.0 if args.quick else 120.0)
     return Plan(
-        workloads, clients, repeat, args.quick, args.records, deadline, args.uvloop, args.pure
+        workloads,
+        clients,
+        repeat,
+        args.quick,
+        args.records,
+        deadline,
+        args.uvloop,
+        args.pure,
+        args.broker,
     )
 
 
@@ -120,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = [summarize(key, results) for key, results in runs.items()]
     add_ratios(rows)
     add_cpu_vs_w1(rows)
-    machine = machine_info(plan.uvloop)
+    machine = machine_info(plan)
     chart = args.output.with_suffix(".png")
     no_chart = write_chart(chart, rows)
     if no_chart is not None:

@@ -144,6 +144,10 @@ def uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 def client_available(name: str) -> str | None:
     """None if ``name`` can run here, else why not."""
+    if name == "java":
+        from .run_java import java_missing
+
+        return java_missing()
     if name == "confluent-aio":
         return None if confluent_aio_class() is not None else "no AIOProducer in confluent_kafka"
     module = {"confluent": "confluent_kafka", "kafka-python": "kafka"}.get(name, name)

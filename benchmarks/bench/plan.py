@@ -2,9 +2,10 @@
 
 The machine is shared and noisy: single runs can be off by 10-20 %. Every row is the
 median of ``--repeat`` runs (default 3; --quick 1), interleaved across clients: each
-round runs every (workload, client) once, against one embedded broker (W5: a fresh
-throttled broker per run). ``--pure`` adds ``aiokafka_lite+pure`` rows: the same client
-with ``AIOKAFKA_LITE_NO_EXTENSIONS=1`` (pure-Python twins, see ``aiokafka_lite.speedups``).
+round runs every (workload, client) once, against one broker (``--broker``: the embedded
+Tansu broker, or a 1-node Apache Kafka; W5: a fresh throttled Tansu broker per run).
+``--pure`` adds ``aiokafka_lite+pure`` rows: the same client with
+``AIOKAFKA_LITE_NO_EXTENSIONS=1`` (pure-Python twins, see ``aiokafka_lite.speedups``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Plan:
     deadline_s: float
     uvloop: bool
     pure: bool = False
+    broker: str = "tansu"  # --broker: "tansu" (embedded) or "kafka" (1-node Apache Kafka)
 
     def records_for(self, workload: Workload, client: str | None = None) -> int:
         if workload.duration_s:
@@ -60,14 +62,14 @@ class Plan:
 
 def run_plan(plan: Plan, log: Callable[[str], None]) -> dict[tuple[str, str], list[RunResult]]:
     """Every (workload, client) ``plan.repeat`` times, interleaved, against one broker
-    (W5: a fresh throttled broker per run)."""
-    from aiokafka_lite.embedded import EmbeddedBroker
+    (``plan.broker``; W5: a fresh throttled Tansu broker per run)."""
+    from .brokers import open_broker
 
     runs: dict[tuple[str, str], list[RunResult]] = {}
     w6_prefix = f"bench-W6-{uuid.uuid4().hex[:8]}"
     w6_created = False
-    with EmbeddedBroker() as broker:
-        log(f"embedded broker at {broker.bootstrap_servers}")
+    with open_broker(plan.broker, log) as broker:
+        log(f"{broker.description} at {broker.bootstrap_servers}")
         for round_no in range(1, plan.repeat + 1):
             for workload, client in plan.pairs():
                 records = plan.records_for(workload, client)

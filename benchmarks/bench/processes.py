@@ -23,7 +23,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .measure import RESULT_PREFIX, RunResult, new_result
-from .workloads import PURE_SUFFIX, W6_CREATE_CHUNK, WORKER_OVERHEAD_S, WorkerSpec
+from .workloads import (
+    JAVA,
+    PURE_SUFFIX,
+    W6_CREATE_CHUNK,
+    WORKER_OVERHEAD_S,
+    WorkerSpec,
+    base_client,
+)
 
 BENCHMARKS = Path(__file__).resolve().parent.parent  # benchmarks/
 PROXY_SCRIPT = BENCHMARKS / "throttle_proxy.py"
@@ -143,12 +150,28 @@ def create_own_topic(spec: WorkerSpec, partitions: int) -> RunResult | None:
     return None
 
 
+def run_java_client(spec: WorkerSpec, broker_pid: int | None) -> RunResult:
+    """Run Java's producer (ProducerPerformance, a JVM of its own) for ``spec``."""
+    from .run_java import run_java
+
+    cpu_before = broker_cpu_s(broker_pid)
+    started = time.perf_counter()
+    result = run_java(spec)
+    result.wall_s = time.perf_counter() - started
+    cpu_after = broker_cpu_s(broker_pid)
+    if cpu_before is not None and cpu_after is not None:
+        result.broker_cpu_s = cpu_after - cpu_before
+    return result
+
+
 def run_one(spec: WorkerSpec, partitions: int, broker_pid: int | None) -> RunResult:
     """Create the run's own topic, then run the worker; a failed create fails only this run."""
     if spec.wl.topics == 1:
         failed = create_own_topic(spec, partitions)
         if failed is not None:
             return failed
+    if base_client(spec.client) == JAVA:
+        return run_java_client(spec, broker_pid)
     return run_worker(spec, broker_pid)
 
 

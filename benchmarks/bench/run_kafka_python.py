@@ -13,7 +13,7 @@ from .measure import (
     note_error,
     offsets_unique,
 )
-from .workloads import WORKER_OVERHEAD_S, WorkerSpec, key_sequence, make_value
+from .workloads import WORKER_OVERHEAD_S, WorkerSpec, make_value, workload_keys
 
 
 def w1_kafka_python(spec: WorkerSpec) -> RunResult:
@@ -31,7 +31,7 @@ def w1_kafka_python(spec: WorkerSpec) -> RunResult:
     )
     try:
         producer.partitions_for(spec.topic)
-        keys = key_sequence(spec.records, spec.wl.unique_keys)
+        keys = workload_keys(spec.wl, spec.records)
         value, topic = make_value(spec.wl.value_size), spec.topic
         send = producer.send
         result.rss_before_mb = current_rss_mb()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .measure import RunResult
-from .workloads import WORKLOADS, base_client
+from .workloads import JAVA, WORKLOADS, base_client
 
 REFERENCE_AIOKAFKA = "aiokafka"
 
@@ -41,6 +41,7 @@ class Row:
     delivered: int
     vs_aiokafka: float | None = None
     vs_librdkafka: float | None = None
+    vs_java: float | None = None
     librdkafka_ref: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -115,6 +116,20 @@ def row_notes(row: Row) -> list[str]:
         notes.append(f"max lag behind the pace {x['max_lag_ms']:.0f} ms")
     if kind == "W5" and x.get("baseline_rss_mb") is not None:
         notes.extend(memory_notes(row))
+    if row.client == JAVA:
+        notes.extend(java_notes(x))
+    return notes
+
+
+def java_notes(x: dict[str, Any]) -> list[str]:
+    """Java's row: keyless, whole-JVM CPU, the warm figures and its own latency report."""
+    notes = ["keyless"]
+    if x.get("whole_process_cpu_us") is not None:
+        notes.append(f"whole JVM {x['whole_process_cpu_us']:.1f} µs/rec")
+    if x.get("warm_records_per_s") is not None:
+        notes.append(f"warm {x['warm_records_per_s']:,.0f} rec/s, {x['warm_cpu_us']:.1f} µs/rec")
+    if x.get("latency_p50_ms") is not None:
+        notes.append(f"send->ack p50/p99 {x['latency_p50_ms']:.0f}/{x['latency_p99_ms']:.0f} ms")
     return notes
 
 
@@ -143,7 +158,7 @@ def memory_notes(row: Row) -> list[str]:
 
 
 def add_ratios(rows: list[Row]) -> None:
-    """records/s of each row against aiokafka and librdkafka in the same workload."""
+    """records/s of each row against aiokafka, librdkafka and Java in the same workload."""
     by_key = {(r.workload, r.client): r for r in rows}
     for row in rows:
         if WORKLOADS[row.workload].runner_kind == "W4":
@@ -153,6 +168,7 @@ def add_ratios(rows: list[Row]) -> None:
         librdkafka = present[0] if present else None
         row.vs_aiokafka = ratio(row, aiokafka)
         row.vs_librdkafka = ratio(row, librdkafka)
+        row.vs_java = ratio(row, by_key.get((row.workload, JAVA)))
         row.librdkafka_ref = librdkafka.client if librdkafka else None
 
 

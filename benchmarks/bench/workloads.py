@@ -22,6 +22,15 @@ the rows at one batch size for all (``/1MB``).
   default partitioner would send it; a full batch is sent at once);
   ``aiokafka_lite[send_many]``: one ``send_many(topic, pairs)`` call; confluent: as W1
   (produce + poll + flush is librdkafka's fast path).
+* W1/keyless, W3/keyless (extras, group ``keyless``): W1 and W3 with no keys: each
+  client's default keyless partitioning (sticky: one partition per batch). W3/keyless
+  with the batch API fills one batch at a time and moves to the next partition per batch.
+* java (W1, W3 and their keyless twins): Java's own KafkaProducer, through kafka-tools'
+  ``ProducerPerformance`` (see :mod:`.run_java`), with the same N, value size, acks,
+  linger and batch size (16,384 bytes: Java's default, as aiokafka_lite's and aiokafka's)
+  and idempotence off. It cannot send keys, so its W1 and W3 rows are keyless (compare
+  them with W1/keyless and W3/keyless too), and it has one way to send (``send()`` with a
+  callback per record), so its W1 and W3 differ only in N.
 * W1/1MB, W3/1MB: W1 and W3 with every client at librdkafka's default batch size,
   1,000,000 bytes (aiokafka_lite and aiokafka ``max_batch_size``, librdkafka
   ``batch.size``, kafka-python ``batch_size``); the other rows leave aiokafka_lite,
@@ -131,6 +140,15 @@ ASYNC_CLIENTS = ("aiokafka_lite", "aiokafka", "confluent-aio")
 ALL_CLIENTS = ("aiokafka_lite", "aiokafka", "confluent", "confluent-aio", "kafka-python")
 
 
+JAVA = "java"  # Java's KafkaProducer, through kafka-tools' ProducerPerformance (run_java)
+
+
+CLIENT_CHOICES = (*ALL_CLIENTS, JAVA)  # what --clients accepts (and runs by default)
+
+
+BROKERS = ("tansu", "kafka")  # --broker: the embedded Tansu broker, or 1-node Apache Kafka
+
+
 PURE_SUFFIX = "+pure"  # the same client with AIOKAFKA_LITE_NO_EXTENSIONS=1 (--pure)
 
 
@@ -210,7 +228,18 @@ def size_workloads() -> list[Workload]:
 
 WORKLOAD_LIST: list[Workload] = [
     # N: runs of several seconds for the Python clients (shorter ones measure noise).
-    Workload("W1", "per-record await", 400_000, 30_000, ALL_CLIENTS),
+    Workload("W1", "per-record await", 400_000, 30_000, (*ALL_CLIENTS, JAVA)),
+    Workload(
+        "W1/keyless",
+        "per-record await, keyless",
+        400_000,
+        30_000,
+        (*ALL_CLIENTS, JAVA),
+        kind="W1",
+        group="keyless",
+        extra=True,
+        keyed=False,
+    ),
     Workload(
         "W1/unique",
         "per-record await, a distinct key per record",
@@ -234,7 +263,18 @@ WORKLOAD_LIST: list[Workload] = [
         "batch API",
         1_000_000,  # ~1-3 s per client: shorter runs measure start-up and noise
         30_000,
-        ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent"),
+        ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent", JAVA),
+    ),
+    Workload(
+        "W3/keyless",
+        "batch API, keyless",
+        1_000_000,
+        30_000,
+        ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent", JAVA),
+        kind="W3",
+        group="keyless",
+        extra=True,
+        keyed=False,
     ),
     Workload(
         "W3/1MB",
@@ -357,6 +397,13 @@ def key_sequence(n: int, unique: bool = False) -> list[bytes]:
         return [b"%016d" % i for i in range(n)]  # 16 bytes, all distinct
     keys = make_keys()
     return [keys[i % DISTINCT_KEYS] for i in range(n)]
+
+
+def workload_keys(wl: Workload, n: int) -> list[bytes | None]:
+    """The key of every record of a W1/W3-style workload: W1's keys, or None (keyless)."""
+    if not wl.keyed:
+        return [None] * n
+    return list(key_sequence(n, wl.unique_keys))
 
 
 def make_value(size: int = VALUE_SIZE) -> bytes:

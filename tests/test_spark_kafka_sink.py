@@ -7,12 +7,11 @@ two topics of the same shape, on the standalone cluster of tests/spark_cluster.p
 confluent-kafka reads both back: the same multiset of (key, value, headers) lands, and
 every keyed or explicitly placed row lands in the same partition (keyless rows are
 spread by each producer's sticky partitioner, so only their count per topic is
-compared). Runs on the embedded broker and on Apache Kafka. Marked ``spark``.
+compared). Runs on both session brokers (tests/conftest.py). Marked ``spark``.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +19,6 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed")
-import kafka_cluster
 import spark_connector
 from conftest import create_topic
 from pyspark.sql import DataFrame, SparkSession
@@ -28,7 +26,6 @@ from pyspark.sql import functions as sf
 from readers import ReadRecord, read_all_confluent
 from spark_cluster import shared_cluster, shared_session
 
-from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.spark import KafkaDataSource, StandaloneCluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
@@ -50,38 +47,6 @@ def spark(spark_cluster: StandaloneCluster) -> SparkSession:
     session = shared_session()
     session.dataSource.register(KafkaDataSource)
     return session
-
-
-@pytest.fixture(scope="module", params=["tansu", "kafka"])
-def sink_bootstrap(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    """Each broker in turn: the embedded one, then one Apache Kafka node."""
-    if request.param == "tansu":
-        broker = EmbeddedBroker(log_path=str(tmp_path_factory.mktemp("tansu") / "tansu.log"))
-        broker.start()
-        try:
-            yield broker.bootstrap_servers
-        finally:
-            broker.stop()
-        return
-    reason = kafka_cluster.missing_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with kafka_cluster.KafkaCluster(tmp_path_factory.mktemp("kafka"), nodes=1) as cluster:
-        yield cluster.bootstrap_servers
-
-
-def topic(bootstrap: str, prefix: str) -> str:
-    """A new PARTITIONS-partition topic, once every partition has a leader."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return create_topic(bootstrap, PARTITIONS, prefix=prefix)
-        except RuntimeError:  # Apache Kafka: created, its metadata not yet everywhere
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 def frame(spark: SparkSession) -> DataFrame:
@@ -129,20 +94,16 @@ def landed(records: list[ReadRecord]) -> tuple[Counter[Any], Counter[Any]]:
 
 
 def test_spark_kafka_sink_and_ours_land_the_same_records(
-    spark: SparkSession, sink_bootstrap: str
+    spark: SparkSession, bootstrap: str
 ) -> None:
     df = frame(spark).cache()
     assert df.count() == ROWS
-    theirs = topic(sink_bootstrap, "spark-kafka")
-    ours = topic(sink_bootstrap, "aiokafka-lite")
-    write(df, "kafka", sink_bootstrap, theirs)
-    write(df, "aiokafka_lite", sink_bootstrap, ours)
-    read_theirs = read_all_confluent(
-        sink_bootstrap, theirs, ROWS, timeout=60, idle=3, at_least=ROWS
-    )
-    read_ours = read_all_confluent(
-        sink_bootstrap, ours, ROWS + 1, timeout=60, idle=3, at_least=ROWS
-    )
+    theirs = create_topic(bootstrap, PARTITIONS, prefix="spark-kafka")
+    ours = create_topic(bootstrap, PARTITIONS, prefix="aiokafka-lite")
+    write(df, "kafka", bootstrap, theirs)
+    write(df, "aiokafka_lite", bootstrap, ours)
+    read_theirs = read_all_confluent(bootstrap, theirs, ROWS, timeout=60, idle=3, at_least=ROWS)
+    read_ours = read_all_confluent(bootstrap, ours, ROWS + 1, timeout=60, idle=3, at_least=ROWS)
     assert len(read_theirs) == ROWS, f"Spark's sink landed {len(read_theirs)} of {ROWS}"
     assert len(read_ours) == ROWS, f"ours landed {len(read_ours)} of {ROWS}"
     contents_theirs, placed_theirs = landed(read_theirs)

@@ -26,6 +26,11 @@ partitions = 2 tasks, one per executor), each into its own fresh 8-partition top
   (spark-sql-kafka-0-10 from Maven, at the version of the installed PySpark; its jars
   go to ``spark.jars``), with ``kafka.acks`` and ``kafka.linger.ms`` as above; its
   producer's own defaults otherwise (idempotent, 16 KiB batches).
+* ``stream`` and ``stream (exactly once)`` (not run unless named in ``--variants``):
+  the same number of rows as a stream of 4 micro-batches of the data source
+  (``rate-micro-batch``, 2 partitions, the same keys and values), at-least-once and
+  with ``exactlyOnce`` (one transaction per task and micro-batch); the clock includes
+  the query's start.
 * ``kafka-python`` (not run unless named in ``--variants``): ``df.foreachPartition``
   with one ``kafka.KafkaProducer`` per task, ``send()`` per Row, ``flush()``.
 
@@ -193,6 +198,56 @@ def run_kafka_python(df: Any, topic: str, bootstrap: str) -> int:
     return int(delivered.value)
 
 
+STREAM_BATCHES = 4
+
+
+def run_stream(exactly_once: bool) -> Variant:
+    return lambda df, topic, bootstrap: _run_stream(df, topic, bootstrap, exactly_once)
+
+
+def _run_stream(df: Any, topic: str, bootstrap: str, exactly_once: bool) -> int:
+    """The same rows as a stream: STREAM_BATCHES micro-batches of the data source, each
+    of 2 Spark partitions (``rate-micro-batch``), at-least-once or exactly-once."""
+    from pyspark.sql import functions as sf
+
+    rows = int(df.count())
+    value_size = len(df.first()["value"])
+    stream = (
+        df.sparkSession.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", rows // STREAM_BATCHES)
+        .option("numPartitions", 2)
+        .load()
+        .select(
+            sf.concat(sf.lit("user-"), (sf.col("value") % KEYS).cast("string"))
+            .cast("binary")
+            .alias("key"),
+            sf.expr(f"cast(repeat('x', {value_size}) as binary)").alias("value"),
+        )
+    )
+    writer = (
+        stream.writeStream.format("aiokafka_lite")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("kafka.acks", COMMON["acks"])
+        .option("kafka.linger.ms", str(COMMON["linger_ms"]))
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="spark-bench-checkpoint-"))
+        .trigger(processingTime="10 milliseconds")
+    )
+    if exactly_once:
+        writer = writer.option("exactlyOnce", "true")
+    query = writer.start()
+    try:
+        while True:
+            if query.exception() is not None:
+                raise RuntimeError(f"the stream failed: {query.exception()}")
+            progress = query.lastProgress
+            if progress is not None and progress["batchId"] >= STREAM_BATCHES - 1:
+                return STREAM_BATCHES * (rows // STREAM_BATCHES)  # (rows: a multiple)
+            time.sleep(0.01)
+    finally:
+        query.stop()
+
+
 VARIANTS: dict[str, Variant] = {
     "data source": run_data_source,  # idempotent, as by default
     "write_to_kafka": run_write_to_kafka,
@@ -200,6 +255,8 @@ VARIANTS: dict[str, Variant] = {
     "confluent-kafka": run_confluent(idempotent=False),  # librdkafka's default
     "confluent-kafka (idem. on)": run_confluent(idempotent=True),
     "kafka-python": run_kafka_python,
+    "stream": run_stream(exactly_once=False),
+    "stream (exactly once)": run_stream(exactly_once=True),
 }
 DEFAULT_VARIANTS = [
     "data source",

@@ -46,15 +46,13 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed")
-from conftest import broker_name, create_topic
-from kafka_cluster import KafkaCluster
+from conftest import create_topic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from readers import read_all_confluent
 from spark_cluster import shared_cluster, shared_session
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import ProducerFenced
 from aiokafka_lite.spark import KafkaDataSource, StandaloneCluster, read_summaries
 
@@ -472,7 +470,7 @@ _KILLED_PRODUCER = textwrap.dedent(
 
 
 def test_what_each_broker_does_with_a_killed_producers_open_transaction(
-    broker: EmbeddedBroker | KafkaCluster, bootstrap: str
+    broker_name: str, bootstrap: str
 ) -> None:
     """A producer killed (kill -9) mid-transaction, then one of the same transactional
     id commits: Apache Kafka aborts the first one's records (read_committed readers
@@ -503,4 +501,4 @@ def test_what_each_broker_does_with_a_killed_producers_open_transaction(
     )
     killed = [r for r in records if (r.value or b"").startswith(b"killed")]
     assert len(records) - len(killed) == 10
-    assert len(killed) == (0 if broker_name(broker) == "kafka" else 10)
+    assert len(killed) == (0 if broker_name == "kafka" else 10)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import (
@@ -123,6 +123,8 @@ class _Reporter:
         reports = [m.report for m in messages if isinstance(m, KafkaCommitMessage)]
         topic = topics_label(self.plan.topic, reports)
         summary = summarize(topic, reports, batch_id=batch_id, aborted=aborted)
+        if self.plan.exactly_once and not summary.transactional:  # no task reported
+            summary = replace(summary, transactional=True, rows_maybe_duplicated=0)
         unfinished = len(messages) - len(reports)
         if aborted and not unfinished and summary.rows_failed:
             # Spark aborts after our commit raised for failed rows: that commit has

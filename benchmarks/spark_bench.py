@@ -22,14 +22,27 @@ partitions = 2 tasks, one per executor), each into its own fresh 8-partition top
   per task: ``produce()`` per Row (``poll(0)`` every 1,000 rows, ``poll(0.05)`` and a
   retry on ``BufferError``), ``flush()``, delivery errors counted by an accumulator;
   idempotence off (librdkafka's default) and on.
+* ``spark kafka sink``: ``df.write.format("kafka")``, Spark's own JVM connector
+  (spark-sql-kafka-0-10 from Maven, at the version of the installed PySpark; its jars
+  go to ``spark.jars``), with ``kafka.acks`` and ``kafka.linger.ms`` as above; its
+  producer's own defaults otherwise (idempotent, 16 KiB batches).
+* ``stream`` and ``stream (exactly once)`` (not run unless named in ``--variants``):
+  the same number of rows as a stream of 4 micro-batches of the data source
+  (``rate-micro-batch``, 2 partitions, the same keys and values), at-least-once and
+  with ``exactlyOnce`` (one transaction per task and micro-batch); the clock includes
+  the query's start.
 * ``kafka-python`` (not run unless named in ``--variants``): ``df.foreachPartition``
   with one ``kafka.KafkaProducer`` per task, ``send()`` per Row, ``flush()``.
 
 Same producer settings wherever the client has them: acks=all, linger 5 ms, no
 compression; batch sizes are each client's default (16 KiB for ours, 1 MB for
-librdkafka). The clock runs from the action's start to its return (Spark scheduling
-and task start-up included, which every variant pays alike); a warm-up write of
-20,000 rows per variant runs first so each finds warm Python workers. With
+librdkafka). ``--broker kafka`` runs one Apache Kafka node (tests/kafka_cluster.py)
+instead of the embedded broker. Besides rows/s, each run reports the executors' CPU
+per row: user and system time of the executor JVMs and every process under them
+(Python workers included), read before and after the run. The clock runs from the
+action's start to its return (Spark scheduling and task start-up included, which
+every variant pays alike); a warm-up write of 20,000 rows per variant runs first so
+each finds warm Python workers. With
 ``--repeat K`` the variants are interleaved K times and the median is reported. The
 broker, the cluster and the driver share this host's cores.
 """
@@ -37,6 +50,7 @@ broker, the cluster and the driver share this host's cores.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import statistics
@@ -52,8 +66,20 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+# tests/ holds the Apache Kafka nodes and Spark's connector (both resolved by Maven)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+import kafka_cluster
+import spark_connector
+
 from aiokafka_lite.embedded import EmbeddedBroker
-from aiokafka_lite.spark import KafkaDataSource, StandaloneCluster, read_summaries, write_to_kafka
+from aiokafka_lite.spark import (
+    KafkaDataSource,
+    StandaloneCluster,
+    read_summaries,
+    write_to_kafka,
+)
+
+_EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 TOPIC_PARTITIONS = 8
 KEYS = 10_000
@@ -84,6 +110,20 @@ def run_data_source(df: Any, topic: str, bootstrap: str) -> int:
         .save()
     )
     return read_summaries(SUMMARIES)[-1].rows_sent
+
+
+def run_spark_kafka_sink(df: Any, topic: str, bootstrap: str) -> int:
+    (
+        df.write.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("kafka.acks", COMMON["acks"])
+        .option("kafka.linger.ms", str(COMMON["linger_ms"]))
+        .mode("append")
+        .save()
+    )
+    # The JVM sink reports no count: a failed delivery fails the job instead.
+    return int(df.count())
 
 
 def run_write_to_kafka(df: Any, topic: str, bootstrap: str) -> int:
@@ -158,16 +198,70 @@ def run_kafka_python(df: Any, topic: str, bootstrap: str) -> int:
     return int(delivered.value)
 
 
+STREAM_BATCHES = 4
+
+
+def run_stream(exactly_once: bool) -> Variant:
+    return lambda df, topic, bootstrap: _run_stream(df, topic, bootstrap, exactly_once)
+
+
+def _run_stream(df: Any, topic: str, bootstrap: str, exactly_once: bool) -> int:
+    """The same rows as a stream: STREAM_BATCHES micro-batches of the data source, each
+    of 2 Spark partitions (``rate-micro-batch``), at-least-once or exactly-once."""
+    from pyspark.sql import functions as sf
+
+    rows = int(df.count())
+    value_size = len(df.first()["value"])
+    stream = (
+        df.sparkSession.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", rows // STREAM_BATCHES)
+        .option("numPartitions", 2)
+        .load()
+        .select(
+            sf.concat(sf.lit("user-"), (sf.col("value") % KEYS).cast("string"))
+            .cast("binary")
+            .alias("key"),
+            sf.expr(f"cast(repeat('x', {value_size}) as binary)").alias("value"),
+        )
+    )
+    writer = (
+        stream.writeStream.format("aiokafka_lite")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("kafka.acks", COMMON["acks"])
+        .option("kafka.linger.ms", str(COMMON["linger_ms"]))
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="spark-bench-checkpoint-"))
+        .trigger(processingTime="10 milliseconds")
+    )
+    if exactly_once:
+        writer = writer.option("exactlyOnce", "true")
+    query = writer.start()
+    try:
+        while True:
+            if query.exception() is not None:
+                raise RuntimeError(f"the stream failed: {query.exception()}")
+            progress = query.lastProgress
+            if progress is not None and progress["batchId"] >= STREAM_BATCHES - 1:
+                return STREAM_BATCHES * (rows // STREAM_BATCHES)  # (rows: a multiple)
+            time.sleep(0.01)
+    finally:
+        query.stop()
+
+
 VARIANTS: dict[str, Variant] = {
     "data source": run_data_source,  # idempotent, as by default
     "write_to_kafka": run_write_to_kafka,
+    "spark kafka sink": run_spark_kafka_sink,
     "confluent-kafka": run_confluent(idempotent=False),  # librdkafka's default
     "confluent-kafka (idem. on)": run_confluent(idempotent=True),
     "kafka-python": run_kafka_python,
+    "stream": run_stream(exactly_once=False),
+    "stream (exactly once)": run_stream(exactly_once=True),
 }
 DEFAULT_VARIANTS = [
     "data source",
     "write_to_kafka",
+    "spark kafka sink",
     "confluent-kafka",
     "confluent-kafka (idem. on)",
 ]
@@ -187,28 +281,59 @@ def make_frame(spark: Any, rows: int, value_size: int) -> Any:
     return df
 
 
-def measure(name: str, df: Any, rows: int, bootstrap: str) -> float:
+def executor_cpu() -> float:
+    """CPU seconds (user + system) of the executor JVMs and every process under them."""
+    import psutil
+
+    total = 0.0
+    for proc in psutil.process_iter(["cmdline"]):
+        if _EXECUTOR_CLASS not in " ".join(proc.info["cmdline"] or ()):
+            continue
+        with contextlib.suppress(psutil.Error):
+            for p in [proc, *proc.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    t = p.cpu_times()
+                    total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def measure(name: str, df: Any, rows: int, bootstrap: str) -> tuple[float, float]:
+    """Rows/s and executor CPU µs/row of one run of ``name``."""
     topic = create_topic(bootstrap)
+    cpu = executor_cpu()
     start = time.perf_counter()
     delivered = VARIANTS[name](df, topic, bootstrap)
     elapsed = time.perf_counter() - start
+    cpu = executor_cpu() - cpu
     if delivered != rows:
         raise RuntimeError(f"{name}: {delivered} of {rows} rows delivered")
-    return rows / elapsed
+    return rows / elapsed, cpu * 1e6 / rows
 
 
-def table(results: dict[str, list[float]], rows: int) -> Iterator[str]:
-    base = statistics.median(results["confluent-kafka"]) if results.get("confluent-kafka") else 0
-    yield f"{'variant':<28} {'rows/s (median)':>16} {'runs':>30} {'vs confluent':>13}"
-    for name, rates in results.items():
-        med = statistics.median(rates)
-        runs = ", ".join(f"{r:,.0f}" for r in rates)
-        ratio = f"{med / base:.2f}x" if base else "-"
-        yield f"{name:<28} {med:>16,.0f} {runs:>30} {ratio:>13}"
+def table(results: dict[str, list[tuple[float, float]]], rows: int) -> Iterator[str]:
+    def med(name: str, i: int) -> float:
+        return statistics.median(r[i] for r in results[name])
+
+    base = {k: med(k, 0) for k in ("spark kafka sink", "confluent-kafka") if results.get(k)}
+    yield (
+        f"{'variant':<28} {'rows/s (median)':>16} {'executor CPU µs/row':>20} "
+        f"{'runs (rows/s)':>30} {'vs Spark sink':>14} {'vs confluent':>13}"
+    )
+    for name, runs in results.items():
+        rate = med(name, 0)
+        each = ", ".join(f"{r:,.0f}" for r, _ in runs)
+        ratios = [
+            f"{rate / base[k]:.2f}x" if k in base else "-"
+            for k in ("spark kafka sink", "confluent-kafka")
+        ]
+        yield (
+            f"{name:<28} {rate:>16,.0f} {med(name, 1):>20.1f} {each:>30} "
+            f"{ratios[0]:>14} {ratios[1]:>13}"
+        )
     yield f"({rows:,} rows per run)"
 
 
-def session(master: str, executor_memory: str) -> Any:
+def session(master: str, executor_memory: str, jars: list[str]) -> Any:
     from pyspark.sql import SparkSession
 
     # The driver's and the executors' Python workers: this interpreter, this checkout.
@@ -226,6 +351,8 @@ def session(master: str, executor_memory: str) -> Any:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(KafkaDataSource)
@@ -241,6 +368,12 @@ def main() -> None:
     parser.add_argument("--executor-memory", default="1g")
     parser.add_argument("--bootstrap-server", help="an existing cluster (default: embedded)")
     parser.add_argument(
+        "--broker",
+        choices=["tansu", "kafka"],
+        default="tansu",
+        help="without --bootstrap-server: the embedded broker, or one Apache Kafka node",
+    )
+    parser.add_argument(
         "--variants",
         default=",".join(DEFAULT_VARIANTS),
         help=f"comma-separated, of {list(VARIANTS)}",
@@ -253,14 +386,24 @@ def main() -> None:
 
     with ExitStack() as stack:
         bootstrap = args.bootstrap_server
-        if bootstrap is None:
+        if bootstrap is None and args.broker == "kafka":
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            kafka = kafka_cluster.KafkaCluster(work, nodes=1, heap="1g")
+            bootstrap = stack.enter_context(kafka).bootstrap_servers
+        elif bootstrap is None:
             bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap_servers
+        jars: list[str] = []
+        if "spark kafka sink" in names:
+            reason = spark_connector.missing_reason()
+            if reason is not None:
+                parser.error(f"spark kafka sink: {reason}")
+            jars = spark_connector.connector_jars()
         master = args.master
         if master is None:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             cluster = StandaloneCluster(workers=2, cores=1, memory=args.executor_memory)
             master = stack.enter_context(cluster).master_url
-        spark = session(master, args.executor_memory)
+        spark = session(master, args.executor_memory, jars)
         stack.callback(spark.stop)
         stack.callback(SUMMARIES.unlink, missing_ok=True)
         where = "standalone, 2 workers x 1 core" if args.master is None else "given"
@@ -274,12 +417,15 @@ def main() -> None:
         for name in names:
             measure(name, warm, WARMUP_ROWS, bootstrap)
         df = make_frame(spark, args.rows, args.value_size)
-        results: dict[str, list[float]] = {name: [] for name in names}
+        results: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
         for run in range(args.repeat):
             for name in names:
-                rate = measure(name, df, args.rows, bootstrap)
-                results[name].append(rate)
-                print(f"run {run + 1}: {name:<28} {rate:>12,.0f} rows/s", flush=True)
+                rate, cpu = measure(name, df, args.rows, bootstrap)
+                results[name].append((rate, cpu))
+                print(
+                    f"run {run + 1}: {name:<28} {rate:>12,.0f} rows/s {cpu:>8.1f} CPU µs/row",
+                    flush=True,
+                )
         print()
         for line in table(results, args.rows):
             print(line)

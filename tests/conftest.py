@@ -10,7 +10,8 @@ and stopped when the session ends; a failed ``[kafka]`` test's report quotes the
 log, kept whole in the session's temporary directory. Without Java or Maven the ``[kafka]``
 tests skip with the reason. A test that needs Tansu itself (it kills or restarts its broker
 through ``fresh_broker``, or checks a Tansu-only behaviour) says so with
-``@pytest.mark.tansu_only("why")`` and runs on Tansu alone.
+``@pytest.mark.tansu_only("why")`` and runs on Tansu alone; one that needs what only
+Apache Kafka does, ``@pytest.mark.kafka_only("why")``.
 Topics are created with an independent client (confluent-kafka's AdminClient), never ours.
 
 The suite runs in parallel workers (pytest-xdist, ``-n auto`` in pyproject.toml). Each
@@ -72,14 +73,20 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "tansu_only(reason): runs against Tansu alone (the reason says why not Apache Kafka)",
     )
+    config.addinivalue_line(
+        "markers",
+        "kafka_only(reason): runs against Apache Kafka alone (the reason says why not Tansu)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # The session broker is parametrized here rather than in its decorator, so that a
     # tansu_only test gets the Tansu param alone (not a skipped Kafka one).
     only = metafunc.definition.get_closest_marker("tansu_only")
-    if only is not None and not (only.args and isinstance(only.args[0], str) and only.args[0]):
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: tansu_only needs a reason")
+    kafka_only = metafunc.definition.get_closest_marker("kafka_only")
+    for mark in (only, kafka_only):
+        if mark is not None and not (mark.args and isinstance(mark.args[0], str) and mark.args[0]):
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: {mark.name} needs a reason")
     if "fresh_broker" in metafunc.fixturenames and only is None:
         raise pytest.UsageError(
             f"{metafunc.definition.nodeid} uses fresh_broker (a Tansu broker of its own): "
@@ -90,7 +97,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         unknown = set(chosen) - set(BROKERS)
         if unknown:
             raise pytest.UsageError(f"--brokers: unknown {sorted(unknown)} (known: {BROKERS})")
-        params = [b for b in BROKERS if b in chosen and (only is None or b == "tansu")]
+        params = [
+            b
+            for b in BROKERS
+            if b in chosen
+            and (only is None or b == "tansu")
+            and (kafka_only is None or b == "kafka")
+        ]
         metafunc.parametrize("broker", params, indirect=True, scope="session")
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed")
+import spark_connector
 from pyspark.sql import SparkSession
 
 from aiokafka_lite.spark.cluster import StandaloneCluster, java_runtime
@@ -111,6 +112,10 @@ def _session(master_url: str) -> SparkSession:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
     }
+    # Spark's own Kafka sink beside ours (tests/test_spark_kafka_sink.py), where Maven
+    # and the pinned PySpark let it run.
+    if spark_connector.missing_reason() is None:
+        conf["spark.jars"] = ",".join(spark_connector.connector_jars())
     builder = SparkSession.builder.master(master_url).appName("aiokafka-lite-tests")
     for name, value in conf.items():
         builder = builder.config(name, value)

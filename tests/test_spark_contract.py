@@ -335,3 +335,63 @@ def test_a_row_too_large_alone_fails_alone(bootstrap: str, topic_factory: TopicF
     assert report.first_error is not None and "RecordTooLargeError" in report.first_error
     records = read_all_confluent(bootstrap, topic, expected=300, timeout=10, idle=1.0)
     assert [r.value for r in records] == [v.encode() for i, v in enumerate(values) if i != 42]
+
+
+# -- exactly-once from the executors: the options ----------------------------------------
+
+
+def test_exactly_once_options_are_checked_on_the_driver() -> None:
+    from aiokafka_lite.spark.task_transaction import task_transactional_id
+
+    s = schema(value=BinaryType())
+    plan = datasource_plan(s, {**BOOT, "topic": "t", "exactlyOnce": "TRUE"})
+    assert (plan.exactly_once, plan.transactional_id_prefix) == (True, None)
+    plan = datasource_plan(
+        s, {**BOOT, "topic": "t", "exactlyonce": "true", "transactionalIdPrefix": "orders"}
+    )
+    assert plan.transactional_id_prefix == "orders"
+    assert not datasource_plan(s, {**BOOT, "topic": "t"}).exactly_once
+    with pytest.raises(ValueError, match="'exactlyOnce' is 'yes': give true or false"):
+        datasource_plan(s, {**BOOT, "topic": "t", "exactlyOnce": "yes"})
+    with pytest.raises(ValueError, match="needs the 'topic' option"):
+        datasource_plan(
+            schema(value=BinaryType(), topic=StringType()), {**BOOT, "exactlyOnce": "true"}
+        )
+    with pytest.raises(ValueError, match="'transactionalIdPrefix' needs"):
+        datasource_plan(s, {**BOOT, "topic": "t", "transactionalIdPrefix": "orders"})
+    # The batch writer refuses it: only a stream's micro-batches can be replayed.
+    source = KafkaDataSource(options={**BOOT, "topic": "t", "exactlyOnce": "true"})
+    with pytest.raises(ValueError, match="applies to streaming writes"):
+        source.writer(s, overwrite=False)
+    assert source.streamWriter(s, overwrite=False).plan.exactly_once
+    # One id per Spark partition, the same in every attempt and micro-batch.
+    assert task_transactional_id("orders", "q-1", 3) == "orders-3"
+    assert task_transactional_id(None, "q-1", 0) == "aiokafka-lite-q-1-0"
+    with pytest.raises(RuntimeError, match="streaming writes"):
+        task_transactional_id(None, None, 0)
+
+
+def test_a_summary_of_task_transactions_counts_skipped_and_retried_tasks() -> None:
+    reports = [
+        TaskReport(0, rows=10, rows_sent=10, transactional=True, finished_at=1.0),
+        TaskReport(1, attempt=1, rows=7, rows_sent=7, transactional=True, finished_at=1.0),
+        TaskReport(2, rows=5, transactional=True, skipped=True, finished_at=1.0),
+    ]
+    summary = summarize("t", reports, batch_id=4)
+    assert (summary.transactional, summary.tasks_skipped, summary.tasks_retried) == (True, 1, 1)
+    assert summary.rows_maybe_duplicated == 0  # the retried task's first attempt was aborted
+    text = str(summary)
+    assert "micro-batch 4: 17 rows sent to 't' in one transaction per task" in text
+    assert "1 task(s) found their rows committed before (a replay) and sent none" in text
+    assert "whose transactions were aborted" in text
+    # The mapInArrow path carries the new fields too.
+    back = TaskReport.from_row(_Row(reports[2].to_arrow().to_pylist()[0]))
+    assert back == reports[2]
+
+
+class _Row:
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+
+    def asDict(self) -> dict[str, Any]:  # noqa: N802 (pyspark's Row method)
+        return dict(self.values)

@@ -44,6 +44,8 @@ REFUSED_OPTIONS = ("key_serializer", "value_serializer", "interceptors", "interc
 _PARTITIONER_OPTIONS = ("partitioner", "partitioner_class")
 #: options of the data source itself (Spark lower-cases option names)
 SUMMARY_PATH_OPTION = "summarypath"
+EXACTLY_ONCE_OPTION = "exactlyonce"
+PREFIX_OPTION = "transactionalidprefix"
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,10 @@ class Plan:
     topic_at: int | None = None
     timestamp_at: int | None = None  # record timestamps in ms (null: the write's time)
     value_at: tuple[int, ...] = ()
+    #: the data source's exactlyOnce option: one transaction per task and micro-batch
+    exactly_once: bool = False
+    #: its transactionalIdPrefix option (None: derived from the streaming query's id)
+    transactional_id_prefix: str | None = None
 
 
 # -- producer options ----------------------------------------------------------------
@@ -169,6 +175,7 @@ def datasource_plan(schema: StructType, options: Mapping[str, str]) -> Plan:
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise ValueError("option 'topic' is empty: give a topic name, or leave it out")
+    exactly_once, prefix = _exactly_once_options(opts, topic)
 
     columns = {f.name: (i, f) for i, f in enumerate(schema.fields)}
     names = [f.name for f in schema.fields]
@@ -213,12 +220,34 @@ def datasource_plan(schema: StructType, options: Mapping[str, str]) -> Plan:
         topic_name=None if topic_column is None else "topic",
         value_name="value",
         headers_as_pairs=True,
+        exactly_once=exactly_once,
+        transactional_id_prefix=prefix,
         key_at=None if key is None else key[0],
         partition_at=None if partition is None else partition[0],
         headers_at=None if headers is None else headers[0],
         topic_at=None if topic_column is None else topic_column[0],
         value_at=(value[0],),
     )
+
+
+def _exactly_once_options(opts: Mapping[str, str], topic: str | None) -> tuple[bool, str | None]:
+    """The ``exactlyOnce`` and ``transactionalIdPrefix`` options, checked."""
+    flag = opts.get(EXACTLY_ONCE_OPTION, "false").strip().lower()
+    if flag not in ("true", "false"):
+        raise ValueError(f"option 'exactlyOnce' is {flag!r}: give true or false")
+    prefix = opts.get(PREFIX_OPTION)
+    if flag == "false":
+        if prefix is not None:
+            raise ValueError("option 'transactionalIdPrefix' needs .option('exactlyOnce', 'true')")
+        return False, None
+    if prefix is not None and not prefix.strip():
+        raise ValueError("option 'transactionalIdPrefix' is empty: give a prefix, or leave it out")
+    if topic is None:
+        raise ValueError(
+            "option 'exactlyOnce' needs the 'topic' option: each task commits the micro-batch "
+            "it wrote as a marker on the topic's partition 0"
+        )
+    return True, prefix
 
 
 def summary_path(options: Mapping[str, str]) -> str | None:

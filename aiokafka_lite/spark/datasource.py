@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import (
@@ -44,6 +44,7 @@ from .summary import (
     topics_label,
 )
 from .task import run_task
+from .task_transaction import run_task_in_transaction
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -73,7 +74,10 @@ class KafkaDataSource(DataSource):
     producer's partitioner). Options: ``kafka.bootstrap.servers`` (required), any
     other ``kafka.X`` as the producer setting ``X``, ``topic``, and ``summaryPath``
     (a file on the driver's host to which each write's summary is appended as a
-    JSON line: :func:`~aiokafka_lite.spark.read_summaries`). At-least-once.
+    JSON line: :func:`~aiokafka_lite.spark.read_summaries`). At-least-once; for a
+    streaming write, ``exactlyOnce`` (``true``) writes each task's part of every
+    micro-batch in one transaction, with ``transactionalIdPrefix`` (default: derived
+    from the query's id) naming the tasks' producers (docs/spark.md, exactly-once).
     """
 
     @classmethod
@@ -86,7 +90,13 @@ class KafkaDataSource(DataSource):
                 "save mode overwrite is not allowed for Kafka, which cannot be truncated "
                 "(Spark's Kafka sink refuses it too): use .mode('append')"
             )
-        return KafkaArrowWriter(datasource_plan(schema, self.options), summary_path(self.options))
+        plan = datasource_plan(schema, self.options)
+        if plan.exactly_once:
+            raise ValueError(
+                "option 'exactlyOnce' applies to streaming writes (writeStream), whose "
+                "micro-batches Spark can replay; a batch write is at-least-once"
+            )
+        return KafkaArrowWriter(plan, summary_path(self.options))
 
     def streamWriter(  # noqa: N802 (pyspark's name)
         self, schema: StructType, overwrite: bool
@@ -113,6 +123,8 @@ class _Reporter:
         reports = [m.report for m in messages if isinstance(m, KafkaCommitMessage)]
         topic = topics_label(self.plan.topic, reports)
         summary = summarize(topic, reports, batch_id=batch_id, aborted=aborted)
+        if self.plan.exactly_once and not summary.transactional:  # no task reported
+            summary = replace(summary, transactional=True, rows_maybe_duplicated=0)
         unfinished = len(messages) - len(reports)
         if aborted and not unfinished and summary.rows_failed:
             # Spark aborts after our commit raised for failed rows: that commit has
@@ -154,10 +166,14 @@ class KafkaStreamArrowWriter(_Reporter, DataSourceStreamArrowWriter):
     """The streaming writer: ``df.writeStream.format("aiokafka_lite")...start()``.
 
     A micro-batch with a row not written raises in ``commit``: the query stops
-    before Spark records the batch as done, and a restart writes it again.
+    before Spark records the batch as done, and a restart writes it again. With
+    ``exactlyOnce``, each task writes its rows in one transaction
+    (:mod:`~.task_transaction`).
     """
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        if self.plan.exactly_once:
+            return KafkaCommitMessage(run_task_in_transaction(self.plan, iterator))
         return self._write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803

@@ -25,14 +25,14 @@ from .task import producer_options, run, topic_partitions, write_batches
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["SINK_GROUP_PREFIX", "write_exactly_once"]
+__all__ = ["SINK_GROUP_PREFIX", "SINK_METADATA", "write_exactly_once"]
 
 # The Spark sink logs as one documented logger, the package's (docs/logging.md).
 _log = logging.getLogger("aiokafka_lite.spark")
 
 #: the consumer group whose committed offset records a writer's last committed batch id
 SINK_GROUP_PREFIX = "aiokafka-lite-sink."
-_SINK_METADATA = "aiokafka-lite spark sink"
+SINK_METADATA = "aiokafka-lite spark sink"
 DEFAULT_TOPIC_TIMEOUT_MS = 10_000
 
 
@@ -133,7 +133,7 @@ async def _transaction(plan: Plan, prepared: DataFrame, batch_id: int, report: T
                 await write_batches(producer, plan, iter(table.to_batches()), report)
                 if report.rows_failed:
                     raise _RowsFailedError
-                offset = OffsetAndMetadata(batch_id + 1, _SINK_METADATA)
+                offset = OffsetAndMetadata(batch_id + 1, SINK_METADATA)
                 await producer.send_offsets_to_transaction({marker: offset}, group_id)
         except _RowsFailedError:
             pass  # aborted; the caller raises KafkaWriteError from the report

@@ -54,6 +54,10 @@ class TaskReport:
     topics: list[str] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
     finished_at: float = 0.0
+    #: exactly-once from the executors: the task wrote its rows in one transaction
+    transactional: bool = False
+    #: ... or found its part of the micro-batch committed before and sent nothing
+    skipped: bool = False
 
     @classmethod
     def for_this_task(cls) -> TaskReport:
@@ -78,7 +82,7 @@ class TaskReport:
     ARROW_SCHEMA = (
         "partition_id int, attempt int, rows long, rows_sent long, "
         "rows_failed long, first_error string, topics array<string>, started_at double, "
-        "finished_at double"
+        "finished_at double, transactional boolean, skipped boolean"
     )
 
     def to_arrow(self) -> pa.RecordBatch:
@@ -95,6 +99,8 @@ class TaskReport:
                 ("topics", pa.list_(pa.string())),
                 ("started_at", pa.float64()),
                 ("finished_at", pa.float64()),
+                ("transactional", pa.bool_()),
+                ("skipped", pa.bool_()),
             ]
         )
         return pa.RecordBatch.from_pydict({k: [v] for k, v in asdict(self).items()}, schema=schema)
@@ -138,6 +144,9 @@ class WriteSummary:
     rows_maybe_duplicated: int = 0
     #: the data source's job failed: Spark called ``abort``; finished tasks' rows stay written
     aborted: bool = False
+    #: exactly-once from the executors: tasks whose part of the micro-batch was committed
+    #: before (a replay), which sent nothing
+    tasks_skipped: int = 0
 
     @property
     def rows(self) -> int:
@@ -154,6 +163,24 @@ class WriteSummary:
                 "(a replay), 0 rows sent"
             )
         batch = "" if self.batch_id is None else f"micro-batch {self.batch_id}: "
+        if self.transactional and self.tasks:
+            text = (
+                f"{batch}{self.rows_sent:,} rows sent to {self.topic!r} in one transaction "
+                f"per task, {self.rows_failed:,} failed, {self.tasks} tasks, "
+                f"{self.elapsed_s:.2f}s ({self.rows_per_s:,.0f} rows/s)"
+            )
+            if self.tasks_skipped:
+                text += (
+                    f"; {self.tasks_skipped} task(s) found their rows committed before (a "
+                    "replay) and sent none"
+                )
+            if self.tasks_retried:
+                text += (
+                    f"; {self.tasks_retried} task(s) ran again after "
+                    f"{self.attempts_retried} failed attempt(s), whose transactions were "
+                    "aborted: read_committed readers see each row once"
+                )
+            return text
         if self.transactional:
             return (
                 f"{self.rows_sent:,} rows sent to {self.topic!r} in one transaction "
@@ -220,6 +247,7 @@ def summarize(
         ends = [r.finished_at for r in reports]
         elapsed_s = max(ends) - min(starts) if reports else 0.0
     retried = [r for r in reports if r.attempt]
+    transactional = bool(reports) and all(r.transactional for r in reports)
     return WriteSummary(
         topic=topic,
         rows_sent=sum(r.rows_sent for r in reports),
@@ -232,8 +260,11 @@ def summarize(
         batch_id=batch_id,
         tasks_retried=len(retried),
         attempts_retried=sum(r.attempt for r in retried),
-        rows_maybe_duplicated=sum(r.rows for r in retried),
+        # a retried task's earlier attempts were aborted when it was transactional
+        rows_maybe_duplicated=0 if transactional else sum(r.rows for r in retried),
         aborted=aborted,
+        transactional=transactional,
+        tasks_skipped=sum(1 for r in reports if r.skipped),
     )
 
 

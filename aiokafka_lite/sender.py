@@ -498,7 +498,18 @@ class Sender:
             return LeaderNotAvailableError(
                 "no leader in the latest metadata", topic=topic, partition=partition
             )
-        return self._pid_error  # no producer id: nothing could be sent
+        if self._pid_error is not None:
+            return self._pid_error  # no producer id: nothing could be sent
+        if leader >= 0:
+            # Connected, nothing ahead of it failed: the batch waited its turn behind the
+            # node's in-flight requests (answered too slowly) until its time ran out.
+            return KafkaTimeoutError(
+                f"not sent in time: node {leader}, the leader of {topic}[{partition}], took "
+                f"its requests slower than delivery_timeout_ms allowed (acks="
+                f"{self._config.acks}, max_in_flight_requests_per_connection="
+                f"{self._config.max_in_flight_requests_per_connection})"
+            )
+        return None
 
     def _held_back_by(self, batch: ProducerBatch) -> BaseException | None:
         """The last error of another batch of the same partition, in flight or queued: a

@@ -125,6 +125,9 @@ ignore_missing_imports = True
 """
 
 
+# One mypy --strict run over every block: about 80 s on a quiet 2-core machine, and it
+# shares the CPUs with the suite's other workers.
+@pytest.mark.timeout(600)
 def test_python_blocks_type_check(tmp_path: Path) -> None:
     blocks = of_kind("python")
     files = {}

@@ -23,7 +23,6 @@ from ..partitioner import KeyHashCache
 from ..producer import AIOKafkaProducer, BatchBuilder
 from ..structs import RecordMetadata
 from .arrow import Columns, Converter
-from .arrow_rows import ArrowPath
 from .contract import Plan
 from .summary import TaskReport
 
@@ -213,6 +212,9 @@ async def write_batches(
     """
     writer = TaskWriter(producer, plan, report)
     converter = Converter(plan)
+    # (imported here: arrow_rows names this module's TaskWriter in its type hints)
+    from .arrow_rows import ArrowPath
+
     fast = ArrowPath.for_task(writer, converter)  # None: the pure build, or another plan
     while (batch := await asyncio.to_thread(next, batches, None)) is not None:
         report.rows += batch.num_rows

@@ -227,11 +227,12 @@ class JavaRecord:
     value: bytes | None
 
 
-def read_java(cluster: KafkaCluster, topic: str, idle_ms: int = 8000) -> list[JavaRecord]:
+def read_java(cluster: KafkaCluster, topic: str, idle_ms: int = 20000) -> list[JavaRecord]:
     """Read all of ``topic`` with Java's console consumer, ``read_committed``.
 
     It subscribes with a fresh group, reads from the beginning, and exits once no record
-    came for ``idle_ms`` (that first wait also covers joining the group).
+    came for ``idle_ms`` (that first wait also covers joining the group, whose
+    coordinator may have been on a node a fault just killed: 20 s covers its move).
     """
     proc = cluster.java_tool(
         "org.apache.kafka.tools.consumer.ConsoleConsumer",

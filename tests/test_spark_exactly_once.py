@@ -172,11 +172,44 @@ def check_exactly_once(bootstrap: str, topic: str, committed: set[int]) -> Count
             there = {int(r.value or b"") for r in raw if not (r.value or b"x")[:1].isalpha()}
             where = Counter((r.partition, int(r.value or b"") in missing) for r in records)
             raise AssertionError(
+                f"{_transactions_report(bootstrap)}\n"
                 f"micro-batch {batch}: {len(missing)} rows missing for read_committed "
                 f"({sum(v in there for v in missing)} of them in the log); read per "
                 f"partition: {sorted(where.items())}; e.g. {missing[:10]}"
             )
     return counts
+
+
+def _transactions_report(bootstrap: str) -> str:
+    """Apache Kafka's own view of the transactions (its TransactionsCommand), for a failure."""
+    import shutil
+
+    if shutil.which("java") is None:
+        return ""
+    try:
+        import kafka_cluster
+
+        out = []
+        for args in (["list"], ["find-hanging", "--broker-id", "1"]):
+            proc = subprocess.run(
+                [
+                    "java",
+                    "-cp",
+                    kafka_cluster.kafka_classpath(),
+                    "org.apache.kafka.tools.TransactionsCommand",
+                    "--bootstrap-server",
+                    bootstrap,
+                    *args,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            out.append(f"$ kafka-transactions {' '.join(args)}\n{proc.stdout}{proc.stderr[-500:]}")
+        return "\n".join(out)
+    except Exception as e:  # a diagnostic only
+        return f"(no transactions report: {e})"
 
 
 def test_a_replayed_micro_batch_is_skipped_by_every_task(

@@ -51,32 +51,39 @@ def missing_reason() -> str | None:
     """Why Apache Kafka cannot run here (no Java, no Maven), or None if it can."""
     if java() is None:
         return "no Java runtime (java on PATH or JAVA_HOME): Apache Kafka needs Java 17+"
-    if shutil.which("mvn") is None and not _classpath_file().exists():
+    if shutil.which("mvn") is None and not classpath_file().exists():
         return "no Maven (mvn on PATH): it resolves Apache Kafka from tests/apache_kafka/pom.xml"
     return None
 
 
-def _classpath_file() -> Path:
-    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
-    return POM.parent / f".classpath-{digest}"
+def classpath_file(pom: Path = POM) -> Path:
+    """Where :func:`maven_classpath` keeps ``pom``'s resolved classpath."""
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+    return pom.parent / f".classpath-{digest}"
 
 
 def kafka_classpath() -> str:
-    """The classpath of the pinned Apache Kafka (broker, clients, tools), resolved by Maven.
+    """The classpath of the pinned Apache Kafka (broker, clients, tools), resolved by Maven."""
+    return maven_classpath(POM)
+
+
+def maven_classpath(pom: Path) -> str:
+    """The classpath of ``pom``'s dependencies, resolved by Maven and kept beside the pom
+    (a git-ignored ``.classpath-<digest>`` file, renewed when the pom changes).
 
     Safe to call from several processes at once (pytest-xdist workers): a file lock beside
     the pom lets one of them run Maven while the others wait, then read its result.
     """
-    cached = _classpath_file()
+    cached = classpath_file(pom)
     with open(cached.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            return _read_or_resolve(cached)
+            return _read_or_resolve(pom, cached)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _read_or_resolve(cached: Path) -> str:
+def _read_or_resolve(pom: Path, cached: Path) -> str:
     if cached.exists():
         cp = cached.read_text().strip()
         if cp and all(Path(p).exists() for p in cp.split(os.pathsep)):
@@ -88,7 +95,7 @@ def _read_or_resolve(cached: Path) -> str:
             "-q",
             "-B",
             "-f",
-            str(POM),
+            str(pom),
             "dependency:build-classpath",
             f"-Dmdep.outputFile={out}",
         ],
@@ -99,8 +106,7 @@ def _read_or_resolve(cached: Path) -> str:
     )
     if proc.returncode != 0 or not out.exists():
         raise RuntimeError(
-            f"Maven could not resolve Apache Kafka ({POM}):\n{proc.stdout[-3000:]}"
-            f"{proc.stderr[-3000:]}"
+            f"Maven could not resolve {pom}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
         )
     out.replace(cached)
     return cached.read_text().strip()

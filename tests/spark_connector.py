@@ -10,11 +10,12 @@ what ``spark.jars`` needs for ``format("kafka")`` on a standalone cluster.
 
 from __future__ import annotations
 
-import hashlib
+import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
+
+import kafka_cluster
 
 POM = Path(__file__).resolve().parent / "spark_kafka" / "pom.xml"
 _VERSION = re.compile(r"<spark\.version>([^<]+)</spark\.version>")
@@ -38,44 +39,13 @@ def missing_reason() -> str | None:
             f"pyspark {pyspark.__version__} is installed; Spark's Kafka connector is pinned "
             f"to {connector_version()} (tests/spark_kafka/pom.xml, the dev extra's pyspark)"
         )
-    if shutil.which("mvn") is None and not _cached().exists():
+    if shutil.which("mvn") is None and not kafka_cluster.classpath_file(POM).exists():
         return "no Maven (mvn on PATH): it resolves Spark's Kafka connector"
     return None
 
 
-def _cached() -> Path:
-    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
-    return POM.parent / f".classpath-{digest}"
-
-
 def _classpath() -> list[str]:
-    cached = _cached()
-    if cached.exists():
-        jars = cached.read_text().strip().split(":")
-        if all(Path(j).exists() for j in jars):
-            return jars
-    out = cached.with_suffix(".tmp")
-    proc = subprocess.run(
-        [
-            "mvn",
-            "-q",
-            "-B",
-            "-f",
-            str(POM),
-            "dependency:build-classpath",
-            f"-Dmdep.outputFile={out}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    if proc.returncode != 0 or not out.exists():
-        raise RuntimeError(
-            f"Maven could not resolve {POM}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
-        )
-    out.replace(cached)
-    return cached.read_text().strip().split(":")
+    return kafka_cluster.maven_classpath(POM).split(os.pathsep)
 
 
 def _artifact(jar: str) -> str:

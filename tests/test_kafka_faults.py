@@ -55,6 +55,10 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.xdist_group("apache_kafka_faults"),
     pytest.mark.timeout(240),
+    # One more try for a case whose fault timing went against it on a loaded machine (a
+    # failover that outlasted a wait); pytest reports the rerun ("R", "rerun" in the
+    # summary), and a case that fails twice fails.
+    pytest.mark.flaky(reruns=1),
 ]
 
 

@@ -415,11 +415,17 @@ class KafkaCluster:
         ``input`` is written to the tool's stdin (e.g. the console producer's lines)."""
         java_bin = java()
         assert java_bin is not None
+        # The tools' own logs go to stderr, WARN and up: stdout is what they print (the
+        # console consumer's records), which the tests parse.
+        tools_log = self.dir / "tools-log4j2.properties"
+        if not tools_log.exists():
+            self.dir.mkdir(parents=True, exist_ok=True)
+            tools_log.write_text(_LOG4J2_TOOLS)
         return subprocess.run(
             [
                 java_bin,
                 "-Xmx512m",
-                f"-Dlog4j2.configurationFile={self.nodes[0].dir / 'log4j2.properties'}",
+                f"-Dlog4j2.configurationFile={tools_log}",
                 "-cp",
                 self._classpath or kafka_classpath(),
                 main,
@@ -484,4 +490,16 @@ logger.state.name = state.change.logger
 logger.state.level = WARN
 logger.authorizer.name = kafka.authorizer.logger
 logger.authorizer.level = WARN
+"""
+
+# Java's tools: warnings and errors to stderr only.
+_LOG4J2_TOOLS = """\
+status = warn
+appender.err.type = Console
+appender.err.name = STDERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = STDERR
 """

@@ -25,6 +25,8 @@ from .task import producer_options, run, topic_partitions, write_batches
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ..structs import TopicPartition
+
 __all__ = ["SINK_GROUP_PREFIX", "SINK_METADATA", "write_exactly_once"]
 
 # The Spark sink logs as one documented logger, the package's (docs/logging.md).
@@ -102,7 +104,6 @@ def write_exactly_once(
 async def _transaction(plan: Plan, prepared: DataFrame, batch_id: int, report: TaskReport) -> bool:
     """Write ``prepared`` and commit ``batch_id`` in one transaction; ``False`` if the batch
     had been committed already (a replay). Rows that fail abort it (``report`` says why)."""
-    from ..admin import fetch_committed_offsets
     from ..structs import OffsetAndMetadata, TopicPartition
 
     assert plan.topic is not None
@@ -114,15 +115,7 @@ async def _transaction(plan: Plan, prepared: DataFrame, batch_id: int, report: T
     # this id left open and fences an older driver, so the offset read next is final.
     await producer.start()
     try:
-        options = {k: v for k, v in plan.config.items() if k != "bootstrap_servers"}
-        offsets = await fetch_committed_offsets(
-            plan.config["bootstrap_servers"],
-            group_id,
-            [marker],
-            timeout_ms=producer.config.max_block_ms,
-            **options,
-        )
-        next_batch = offsets[marker].offset
+        next_batch = await next_batch_id(plan, group_id, marker, producer.config.max_block_ms)
         if next_batch > batch_id:
             _log_skip(batch_id, transactional_id, next_batch)
             return False
@@ -141,6 +134,19 @@ async def _transaction(plan: Plan, prepared: DataFrame, batch_id: int, report: T
     finally:
         await producer.stop()
         await asyncio.sleep(0)
+
+
+async def next_batch_id(plan: Plan, group_id: str, marker: TopicPartition, timeout_ms: int) -> int:
+    """The batch id after the last one a writer committed: the marker offset of ``group_id``
+    (-1 if none). Read after the writer's producer started, so that the InitProducerId
+    that ended an earlier attempt's transaction makes it final."""
+    from ..admin import fetch_committed_offsets
+
+    options = {k: v for k, v in plan.config.items() if k != "bootstrap_servers"}
+    offsets = await fetch_committed_offsets(
+        plan.config["bootstrap_servers"], group_id, [marker], timeout_ms=timeout_ms, **options
+    )
+    return offsets[marker].offset
 
 
 def _log_skip(batch_id: int, transactional_id: str, next_batch: int) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..producer import AIOKafkaProducer
-from .exactly_once import SINK_GROUP_PREFIX, SINK_METADATA
+from .exactly_once import SINK_GROUP_PREFIX, SINK_METADATA, next_batch_id
 from .summary import TaskReport
 from .task import producer_options, run, write_batches
 
@@ -93,7 +93,6 @@ async def _transaction(
     transactional_id: str,
     report: TaskReport,
 ) -> None:
-    from ..admin import fetch_committed_offsets
     from ..structs import OffsetAndMetadata, TopicPartition
 
     assert plan.topic is not None  # datasource_plan requires it with exactlyOnce
@@ -105,15 +104,7 @@ async def _transaction(
     # the marker read next is final.
     await producer.start()
     try:
-        options = {k: v for k, v in plan.config.items() if k != "bootstrap_servers"}
-        offsets = await fetch_committed_offsets(
-            plan.config["bootstrap_servers"],
-            group_id,
-            [marker],
-            timeout_ms=producer.config.max_block_ms,
-            **options,
-        )
-        if offsets[marker].offset > batch_id:
+        if await next_batch_id(plan, group_id, marker, producer.config.max_block_ms) > batch_id:
             report.skipped = True
             # Spark still streams the task's rows: read them, send none.
             while (batch := await asyncio.to_thread(next, batches, None)) is not None:

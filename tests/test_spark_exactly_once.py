@@ -220,6 +220,16 @@ def _transactions_report(bootstrap: str) -> str:
         return f"(no transactions report: {e})"
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "open defect (issue 26): after a query stopped mid-batch is restarted with its last "
+        "Spark commit lost, rows of a micro-batch Spark then records as done have been found "
+        "only in an aborted transaction, on Apache Kafka and Tansu alike (about half the "
+        "runs); the assertions stay as they are and report the rows, Kafka's transactions "
+        "and the read per partition"
+    ),
+)
 def test_a_replayed_micro_batch_is_skipped_by_every_task(
     spark: SparkSession, bootstrap: str, tmp_path: Path
 ) -> None:

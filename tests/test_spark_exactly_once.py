@@ -79,6 +79,16 @@ def spark(spark_cluster: StandaloneCluster) -> SparkSession:
     return session
 
 
+#: The open defect (issue 26, docs/spark.md): after a query stopped mid-batch is restarted,
+#: rows of a micro-batch Spark records as done have been found only in an aborted
+#: transaction, on Apache Kafka and Tansu alike (the replay test in about half the runs,
+#: the zombie test once in four). Not strict: the assertions stay as they are, and a
+#: failure reports the rows, Kafka's transactions and the read per partition.
+KNOWN_DEFECT = pytest.mark.xfail(
+    strict=False,
+    reason="rows of a micro-batch recorded as done found only in an aborted transaction",
+)
+
 #: why the kill and fencing scenarios run on Apache Kafka alone
 TANSU_GAP = (
     "Tansu neither aborts the open transaction of a producer killed mid-transaction when "
@@ -220,16 +230,7 @@ def _transactions_report(bootstrap: str) -> str:
         return f"(no transactions report: {e})"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "open defect (issue 26): after a query stopped mid-batch is restarted with its last "
-        "Spark commit lost, rows of a micro-batch Spark then records as done have been found "
-        "only in an aborted transaction, on Apache Kafka and Tansu alike (about half the "
-        "runs); the assertions stay as they are and report the rows, Kafka's transactions "
-        "and the read per partition"
-    ),
-)
+@KNOWN_DEFECT
 def test_a_replayed_micro_batch_is_skipped_by_every_task(
     spark: SparkSession, bootstrap: str, tmp_path: Path
 ) -> None:
@@ -461,6 +462,7 @@ def test_driver_killed_mid_stream_and_restarted_from_its_checkpoint(
     assert sum(counts.values()) >= len(committed) * ROWS_PER_BATCH
 
 
+@KNOWN_DEFECT
 @pytest.mark.kafka_only(TANSU_GAP)
 def test_a_zombie_task_producer_is_fenced_and_its_rows_never_committed(
     spark: SparkSession, bootstrap: str, tmp_path: Path

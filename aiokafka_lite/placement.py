@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import checks, compat, serializers
+from . import aiokafka_arguments, checks, serializers
 from .config import ProducerConfig
 from .errors import RecordTooLargeError
 from .metadata import Metadata
@@ -41,7 +41,7 @@ class RecordPlacement:
         # also what aiokafka's own default (FastStream passes it explicitly) does.
         self.partitioner: Callable[..., int] | None = (
             None
-            if compat.is_aiokafka_default_partitioner(config.partitioner)
+            if aiokafka_arguments.is_aiokafka_default_partitioner(config.partitioner)
             else config.partitioner
         )
         self.max_request_size = config.max_request_size

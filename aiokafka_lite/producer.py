@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from . import bulk_send, checks, compat, loop_check
+from . import aiokafka_arguments, bulk_send, checks, loop_check
 from .accumulator import SEND_BOUND, SEND_RECORD_MEMORY, RecordAccumulator
 from .aiokafka_client import AiokafkaClientView, AiokafkaInternals
 from .batch_builder import BatchBuilder
@@ -171,8 +171,8 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
             for name, value in tuple(arguments.items())
             if name in _DEFAULTS and not _is_default(value, _DEFAULTS[name])
         )
-        compat.warn_deprecated(loop, api_version)
-        compat.drop_acks_sentinel(config)
+        aiokafka_arguments.warn_deprecated(loop, api_version)
+        aiokafka_arguments.drop_acks_sentinel(config)
         del sasl_kerberos_service_name, sasl_kerberos_domain_name
         cfg = ProducerConfig.from_kwargs(**config).named()
         self._config = cfg

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .. import bulk_send, checks, compat
+from .. import aiokafka_arguments, bulk_send, checks
 from ..bulk_delivery import BulkDelivery
 from ..config import ProducerConfig
 from ..errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
@@ -102,8 +102,8 @@ class MockProducer(AIOKafkaProducer[K, V]):
         default_partitions: int = 1,
         **config: Any,
     ) -> None:
-        compat.warn_deprecated(loop, api_version)
-        compat.drop_acks_sentinel(config)
+        aiokafka_arguments.warn_deprecated(loop, api_version)
+        aiokafka_arguments.drop_acks_sentinel(config)
         del sasl_kerberos_service_name, sasl_kerberos_domain_name
         if key_serializer is not None:
             config["key_serializer"] = key_serializer

@@ -9,23 +9,28 @@ install still succeeds. ``AIOKAFKA_LITE_NO_EXTENSIONS=1`` at build time skips co
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import traceback
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-# Each compiled module is the twin of the pure module named in the comment.
-TWINS = {
-    "aiokafka_lite._crecords": "aiokafka_lite/_crecords.pyx",  # records.py
-    "aiokafka_lite._cpartitioner": "aiokafka_lite/_cpartitioner.pyx",  # partitioner.py
-    "aiokafka_lite._cdelivery": "aiokafka_lite/_cdelivery.pyx",  # delivery.py
-    "aiokafka_lite._csend_path": "aiokafka_lite/_csend_path.pyx",  # send_path.py
-    "aiokafka_lite._cbatch_builder": "aiokafka_lite/_cbatch_builder.pyx",  # batch_builder.py
-    # spark/task.py's TaskWriter.write (the pure build keeps it): Arrow rows into batches
-    "aiokafka_lite._carrow_rows": "aiokafka_lite/_carrow_rows.pyx",
-}
+
+def _twins() -> list[str]:
+    """The compiled modules, as aiokafka_lite/speedups.py declares them (read, not
+    imported: the package's dependencies need not be installed to build it)."""
+    tree = ast.parse(Path(__file__).with_name("aiokafka_lite").joinpath("speedups.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "TWINS":
+            calls = node.value.elts if isinstance(node.value, ast.Tuple) else []
+            return [ast.literal_eval(c.args[0]) for c in calls if isinstance(c, ast.Call)]
+    raise RuntimeError("aiokafka_lite/speedups.py declares no TWINS")
+
+
+TWINS = {f"aiokafka_lite.{name}": f"aiokafka_lite/{name}.pyx" for name in _twins()}
 SKIP = os.environ.get("AIOKAFKA_LITE_NO_EXTENSIONS", "") not in ("", "0")
 
 

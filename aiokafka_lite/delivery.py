@@ -51,14 +51,14 @@ _BASE_CREATE_FUTURE = asyncio.BaseEventLoop.create_future
 class RecordFutures:
     """The futures of one batch's records, by offset delta, resolved in one call."""
 
-    __slots__ = ("_deltas", "_direct", "_timestamps", "futures", "loop", "settled")
+    __slots__ = ("_deltas", "_direct", "_futures", "_timestamps", "loop", "settled")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         # asyncio's loop.create_future is a Python-level wrapper around the C Future:
         # calling the class directly halves the cost. Other loops (uvloop) keep their own.
         self._direct = type(loop).create_future is _BASE_CREATE_FUTURE
-        self.futures: list[asyncio.Future[RecordMetadata]] = []
+        self._futures: list[asyncio.Future[RecordMetadata]] = []
         self._deltas: list[int] = []
         self._timestamps: list[int] = []
         self.settled = False
@@ -68,13 +68,13 @@ class RecordFutures:
         fut: asyncio.Future[RecordMetadata] = (
             _Future(loop=self.loop) if self._direct else self.loop.create_future()
         )
-        self.futures.append(fut)
+        self._futures.append(fut)
         self._deltas.append(offset_delta)
         self._timestamps.append(timestamp)
         return fut
 
     def __len__(self) -> int:
-        return len(self.futures)
+        return len(self._futures)
 
     def complete(
         self, tp: TopicPartition, base_offset: int, log_append_time: int, log_start_offset: int
@@ -85,7 +85,7 @@ class RecordFutures:
         topic, partition = tp
         self.settled = True  # (only now: should the above raise, fail() still settles)
         ts_type = TIMESTAMP_CREATE_TIME if log_append_time == -1 else TIMESTAMP_LOG_APPEND_TIME
-        for fut, delta, ts in zip(self.futures, self._deltas, self._timestamps, strict=True):
+        for fut, delta, ts in zip(self._futures, self._deltas, self._timestamps, strict=True):
             if fut.done():  # the caller cancelled it
                 continue
             offset = base_offset + delta if base_offset >= 0 else -1
@@ -101,7 +101,7 @@ class RecordFutures:
         if self.settled:
             return
         self.settled = True
-        for fut in self.futures:
+        for fut in self._futures:
             if not fut.done():
                 fut.set_result(None)  # type: ignore[arg-type]
         self._release()
@@ -111,17 +111,18 @@ class RecordFutures:
         if self.settled:
             return
         self.settled = True
-        for fut in self.futures:
+        for fut in self._futures:
             if not fut.done():
                 fut.set_exception(own_copy(exc))
         self._release()
 
     def _release(self) -> None:
         # The batch may be kept a while (retries, metrics): not its records' futures.
-        self.futures, self._deltas, self._timestamps = [], [], []
+        self._futures, self._deltas, self._timestamps = [], [], []
 
 
 PyRecordFutures = RecordFutures
+PY_RECORD_MEMORY, PY_FUTURES_MEMORY = RECORD_MEMORY, FUTURES_MEMORY
 
 _compiled = speedups.compiled_module("_cdelivery")
 if _compiled is not None and not TYPE_CHECKING:

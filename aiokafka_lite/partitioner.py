@@ -43,7 +43,7 @@ _unpack_from = struct.unpack_from
 _from_bytes = int.from_bytes
 
 
-def _murmur2_u32(data: bytes) -> int:
+def murmur2_u32(data: bytes) -> int:
     """Java's murmur2 as an unsigned 32-bit int (callers pick signed or positive).
 
     Every intermediate is masked to 32 bits, which is exactly Java's wrapping ``int``
@@ -77,7 +77,7 @@ def _murmur2_u32(data: bytes) -> int:
 def murmur2(data: bytes) -> int:
     """Kafka's murmur2 hash of ``data``, as the signed 32-bit int Java's ``Utils.murmur2``
     returns."""
-    return (_murmur2_u32(data) ^ 0x80000000) - 0x80000000
+    return (murmur2_u32(data) ^ 0x80000000) - 0x80000000
 
 
 def to_positive(n: int) -> int:
@@ -89,7 +89,7 @@ def to_positive(n: int) -> int:
 def default_partition(key: bytes, num_partitions: int) -> int:
     """The Java client's partition for a keyed record: ``toPositive(murmur2(key)) % n``."""
     # The low 31 bits of the unsigned and the signed hash are identical.
-    return (_murmur2_u32(key) & 0x7FFFFFFF) % num_partitions
+    return (murmur2_u32(key) & 0x7FFFFFFF) % num_partitions
 
 
 class KeyHashCache:
@@ -129,7 +129,7 @@ class KeyHashCache:
         cache = self._cache
         value = cache.get(key)
         if value is None:
-            value = _murmur2_u32(key) & 0x7FFFFFFF
+            value = murmur2_u32(key) & 0x7FFFFFFF
             if len(cache) >= self._capacity:
                 cache.clear()
             cache[key] = value
@@ -256,14 +256,14 @@ class StickyPartitioner:
 
 
 # The compiled twins (_cpartitioner.pyx) replace murmur2's three functions and place_plain
-# when they were built (see aiokafka_lite.speedups); KeyHashCache calls _murmur2_u32 through
+# when they were built (see aiokafka_lite.speedups); KeyHashCache calls murmur2_u32 through
 # this module's globals, so it uses whichever is in place. The pure ones stay reachable for
 # tests.
-py_murmur2, py_default_partition, py_murmur2_u32 = murmur2, default_partition, _murmur2_u32
+py_murmur2, py_default_partition, py_murmur2_u32 = murmur2, default_partition, murmur2_u32
 py_place_plain = place_plain
 _compiled = speedups.compiled_module("_cpartitioner")
 if _compiled is not None and not TYPE_CHECKING:
     murmur2 = _compiled.murmur2
     default_partition = _compiled.default_partition
     place_plain = _compiled.place_plain
-    _murmur2_u32 = _compiled.murmur2_u32
+    murmur2_u32 = _compiled.murmur2_u32

@@ -18,20 +18,62 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import ModuleType
 
-__all__ = ["COMPILED", "ENV_VAR", "REASON", "compiled_module"]
+__all__ = ["COMPILED", "ENV_VAR", "REASON", "TWINS", "Twin", "compiled_module"]
 
 #: Set (to anything but "" or "0") to use the pure-Python modules even where compiled.
 ENV_VAR = "AIOKAFKA_LITE_NO_EXTENSIONS"
 _FORCED_PURE = os.environ.get(ENV_VAR, "") not in ("", "0")
-_TWINS = (
-    "_crecords",
-    "_cpartitioner",
-    "_cdelivery",
-    "_csend_path",
-    "_cbatch_builder",
-    "_carrow_rows",
+
+
+@dataclass(frozen=True)
+class Twin:
+    """A compiled module and the pure module it stands in for, declared once here (for
+    ``setup.py``, the loader below and the twin tests).
+
+    ``names`` is the contract: each name the pure module takes from the compiled one
+    when it is built, mapped to the pure module's own implementation of it, which it
+    keeps under that second name in both builds (so tests run both side by side).
+    ``pure`` is None for a twin with no pure module of the same shape (the pure build
+    takes another path: :mod:`aiokafka_lite.spark.arrow_rows` says which).
+    """
+
+    compiled: str
+    pure: str | None
+    names: Mapping[str, str] = field(default_factory=dict)
+
+
+TWINS: tuple[Twin, ...] = (
+    Twin("_crecords", "records", {"RecordBatchBuilder": "PyRecordBatchBuilder"}),
+    Twin(
+        "_cpartitioner",
+        "partitioner",
+        {
+            "murmur2": "py_murmur2",
+            "murmur2_u32": "py_murmur2_u32",
+            "default_partition": "py_default_partition",
+            "place_plain": "py_place_plain",
+        },
+    ),
+    Twin(
+        "_cdelivery",
+        "delivery",
+        {
+            "RecordFutures": "PyRecordFutures",
+            "RECORD_MEMORY": "PY_RECORD_MEMORY",
+            "FUTURES_MEMORY": "PY_FUTURES_MEMORY",
+        },
+    ),
+    Twin(
+        "_csend_path",
+        "send_path",
+        {"SendPath": "PySendPath", "BatchCore": "PyBatchCore", "PoolCore": "PyPoolCore"},
+    ),
+    Twin("_cbatch_builder", "batch_builder", {"BatchBuilder": "PyBatchBuilder"}),
+    Twin("_carrow_rows", None),
 )
 
 
@@ -39,7 +81,7 @@ def _load() -> tuple[dict[str, ModuleType], str]:
     if _FORCED_PURE:
         return {}, f"{ENV_VAR} is set"
     modules: dict[str, ModuleType] = {}
-    for name in _TWINS:
+    for name in (twin.compiled for twin in TWINS):
         try:
             modules[name] = importlib.import_module(f"{__package__}.{name}")
         except (ImportError, ValueError) as e:

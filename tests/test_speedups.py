@@ -9,6 +9,7 @@ Python fails here), and once with ``AIOKAFKA_LITE_NO_EXTENSIONS=1``.
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 import subprocess
@@ -35,17 +36,7 @@ def _compiled(name: str) -> Any:
 
 CRECORDS = _compiled("_crecords")
 CPARTITIONER = _compiled("_cpartitioner")
-BUILT = all(
-    _compiled(name) is not None
-    for name in (
-        "_crecords",
-        "_cpartitioner",
-        "_cdelivery",
-        "_csend_path",
-        "_cbatch_builder",
-        "_carrow_rows",
-    )
-)
+BUILT = all(_compiled(twin.compiled) is not None for twin in speedups.TWINS)
 needs_build = pytest.mark.skipif(not BUILT, reason="the extension is not built")
 
 PROBE = """
@@ -119,6 +110,82 @@ def test_the_environment_variable_forces_pure_python() -> None:
         assert default["send_path"] == "aiokafka_lite._csend_path"
         assert default["batch_builder"] == "aiokafka_lite._cbatch_builder"
         assert default["murmur2"] is False
+
+
+# -- the contract each pure module and its twin share (speedups.TWINS) ----------------
+
+
+def _public(obj: Any) -> set[str]:
+    return {n for n in dir(obj) if not n.startswith("_")}
+
+
+def _signature(obj: Any) -> list[tuple[str, Any, bool]] | None:
+    """Parameter names, kinds and which have defaults (the compiled twin's signature,
+    from Cython's embedded text, carries no annotations)."""
+    try:
+        parameters = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return [(p.name, p.kind, p.default is inspect.Parameter.empty) for p in parameters]
+
+
+@pytest.mark.parametrize("twin", speedups.TWINS, ids=lambda t: t.compiled)
+def test_each_pure_module_binds_what_its_twin_declares(twin: speedups.Twin) -> None:
+    """The pure module takes exactly the declared names from its twin when compiled, and
+    keeps its own implementation of each under the declared second name."""
+    if twin.pure is None:
+        return
+    pure = importlib.import_module(f"aiokafka_lite.{twin.pure}")
+    compiled = speedups.compiled_module(twin.compiled)
+    for name, own in twin.names.items():
+        implementation = getattr(pure, own)
+        in_use = getattr(pure, name)
+        if compiled is None:
+            assert in_use is implementation, (twin.pure, name)
+        else:
+            assert in_use is getattr(compiled, name), (twin.pure, name)
+    # Nothing else of the twin is taken: names bound to the compiled module are declared.
+    if compiled is not None:
+        taken = {
+            n for n, v in vars(pure).items() if getattr(v, "__module__", None) == compiled.__name__
+        }
+        assert taken <= set(twin.names), taken - set(twin.names)
+
+
+@needs_build
+@pytest.mark.parametrize(
+    "twin", [t for t in speedups.TWINS if t.pure is not None], ids=lambda t: t.compiled
+)
+def test_each_twin_has_its_pure_modules_api(twin: speedups.Twin) -> None:
+    """Same public methods and attributes, same call signatures, and for constants the
+    same type: code written against one runs against the other."""
+    assert twin.pure is not None
+    pure = importlib.import_module(f"aiokafka_lite.{twin.pure}")
+    compiled = importlib.import_module(f"aiokafka_lite.{twin.compiled}")
+    for name, own in twin.names.items():
+        mine, theirs = getattr(pure, own), getattr(compiled, name)
+        if isinstance(mine, type):
+            assert _public(mine) == _public(theirs), (name, _public(mine) ^ _public(theirs))
+            for attr in _public(mine):
+                a, b = getattr(mine, attr), getattr(theirs, attr)
+                if callable(a) and _signature(b) is not None:
+                    assert _signature(a) == _signature(b), (name, attr)
+        elif callable(mine):
+            assert _signature(mine) == _signature(theirs), name
+        else:
+            assert type(mine) is type(theirs), name
+
+
+def test_setup_builds_the_declared_twins() -> None:
+    """setup.py compiles exactly the twins speedups.TWINS declares (it reads that list)."""
+    source = (ROOT / "setup.py").read_text()
+    namespace: dict[str, Any] = {"__file__": str(ROOT / "setup.py"), "__name__": "setup_probe"}
+    exec(compile(source.split("\nSKIP = ")[0], "setup.py", "exec"), namespace)
+    assert namespace["TWINS"] == {
+        f"aiokafka_lite.{t.compiled}": f"aiokafka_lite/{t.compiled}.pyx" for t in speedups.TWINS
+    }
+    for twin in speedups.TWINS:
+        assert (ROOT / "aiokafka_lite" / f"{twin.compiled}.pyx").exists()
 
 
 # -- the compiled encoder writes the pure encoder's bytes -------------------------------

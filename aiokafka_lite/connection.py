@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import random
 import ssl
 import struct
 import time
@@ -38,11 +37,9 @@ from .protocol.handshake import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
     SaslHandshakeRequest,
-    SaslHandshakeResponse,
 )
-from .sasl import OAuthBearer, SaslError, SaslMechanism
+from .sasl_authenticate import reauth_due, sasl_authenticate, sasl_handshake
 from .security import Security
 from .tasks import Handle
 
@@ -55,10 +52,6 @@ _SIZE = struct.Struct(">i")
 # topics a few MiB): a larger size prefix means the stream is garbage.
 MAX_RESPONSE_SIZE = 100 * 1024 * 1024
 UNSUPPORTED_VERSION = 35
-UNSUPPORTED_SASL_MECHANISM = 33
-#: Apache Kafka refuses a re-authentication (ILLEGAL_SASL_STATE) that starts less than
-#: a second after the previous one started (KafkaChannel's minimum re-auth interval).
-MIN_REAUTH_INTERVAL = 1.0
 _UNSUPPORTED = struct.pack(">h", UNSUPPORTED_VERSION)
 _QUOTED = 40  # bytes of a server's non-Kafka answer quoted in the error
 
@@ -247,80 +240,22 @@ class BrokerConnection(asyncio.Protocol):
         started = time.monotonic()
         mechanism, token_expiry = await security.new_mechanism()
         where = f"node {self.node_id} ({self.host}:{self.port})"
-        await self._sasl_handshake(name, where)
-        lifetime_ms = await self._sasl_exchange(mechanism, where)
+        await sasl_handshake(self._send_now, self.version_for(SaslHandshakeRequest), name, where)
+        version = self.version_for(SaslAuthenticateRequest)
+        lifetime_ms = await sasl_authenticate(self._send_now, version, mechanism, where)
         self.authentications += 1
         log.debug("%s: authenticated with SASL %s", where, name)
         self._schedule_reauth(lifetime_ms, token_expiry, started)
 
-    async def _sasl_handshake(self, name: str, where: str) -> None:
-        try:
-            handshake: SaslHandshakeResponse = await self._send_now(
-                SaslHandshakeRequest(mechanism=name), self.version_for(SaslHandshakeRequest)
-            )
-        except KafkaConnectionError as e:
-            # Some brokers (Tansu) close the connection instead of answering
-            # UNSUPPORTED_SASL_MECHANISM. Still retriable: it may be a plain outage.
-            raise KafkaConnectionError(
-                f"{where} closed the connection during the SASL {name} handshake "
-                f"(does it enable {name}?): {e}"
-            ) from None
-        if handshake.error_code == UNSUPPORTED_SASL_MECHANISM:
-            raise AuthenticationFailedError(
-                f"SASL {name}: broker {where} does not enable this mechanism; it "
-                f"offers {', '.join(handshake.mechanisms) or 'none'}"
-            )
-        if handshake.error_code:
-            raise AuthenticationFailedError(
-                f"SASL {name}: SaslHandshake to {where} failed with error code "
-                f"{handshake.error_code}"
-            )
-
-    async def _sasl_exchange(self, mechanism: SaslMechanism, where: str) -> int:
-        """Carry the mechanism's messages in SaslAuthenticate; the session lifetime in ms."""
-        version = self.version_for(SaslAuthenticateRequest)
-        message: bytes | None = mechanism.start()
-        lifetime_ms = 0
-        while message is not None:
-            resp: SaslAuthenticateResponse = await self._send_now(
-                SaslAuthenticateRequest(auth_bytes=message), version
-            )
-            if resp.error_code:
-                detail = resp.error_message or f"error code {resp.error_code}"
-                server_error = isinstance(mechanism, OAuthBearer) and mechanism.server_error
-                if server_error and server_error not in detail:  # Kafka sends it as both
-                    detail += f" ({server_error})"
-                raise AuthenticationFailedError(
-                    f"SASL {mechanism.name} authentication with {where} failed: {detail}"
-                )
-            lifetime_ms = resp.session_lifetime_ms
-            try:
-                message = mechanism.step(resp.auth_bytes)
-            except SaslError as e:
-                # e names the mechanism and what the server said.
-                raise AuthenticationFailedError(
-                    f"SASL authentication with {where} failed: {e}"
-                ) from None
-        return lifetime_ms
-
     def _schedule_reauth(
         self, lifetime_ms: int, token_expiry: float | None, started: float
     ) -> None:
-        # The broker closes a connection whose session expired (KIP-368), so
-        # start again at 85-95% of the lifetime, as Java does; the jitter keeps
-        # the connections of many producers from re-authenticating at once.
-        # Never sooner than Kafka allows: a session that short cannot be kept.
-        if lifetime_ms <= 0:
-            return
         now = time.monotonic()
-        expires = now + lifetime_ms / 1000
-        if token_expiry is not None:
-            expires = min(expires, token_expiry)
-        due = now + max(0.0, expires - now) * random.uniform(0.85, 0.95)
-        due = max(due, started + MIN_REAUTH_INTERVAL)
-        self._reauth_timer = self._loop.call_at(
-            self._loop.time() + (due - now), self._on_reauth_due
-        )
+        due = reauth_due(lifetime_ms, token_expiry, started, now)
+        if due is not None:
+            self._reauth_timer = self._loop.call_at(
+                self._loop.time() + (due - now), self._on_reauth_due
+            )
 
     def _on_reauth_due(self) -> None:
         # Only mark it: the next request starts re-authentication (as Java does),

@@ -27,7 +27,7 @@ from scripted_broker import CLOSE, ReceivedRequest, ScriptedBroker, answer
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.config import ProducerConfig
-from aiokafka_lite.connection import MIN_REAUTH_INTERVAL, BrokerConnection
+from aiokafka_lite.connection import BrokerConnection
 from aiokafka_lite.errors import AuthenticationFailedError
 from aiokafka_lite.protocol.handshake import SaslAuthenticateResponse, SaslHandshakeResponse
 from aiokafka_lite.protocol.metadata import (
@@ -43,6 +43,7 @@ from aiokafka_lite.protocol.produce import (
     TopicProduceResponse,
 )
 from aiokafka_lite.protocol.transactions import InitProducerIdResponse
+from aiokafka_lite.sasl_authenticate import MIN_REAUTH_INTERVAL
 from aiokafka_lite.security import OAuthToken, Security
 
 PRODUCE, METADATA, HANDSHAKE, AUTHENTICATE, API_VERSIONS = 0, 3, 17, 36, 18

@@ -297,7 +297,8 @@ def test_executor_killed_mid_batch_loses_and_duplicates_nothing(
 
     topic = create_topic(bootstrap, PARTITIONS)
     prefix = f"eos-{uuid.uuid4().hex[:8]}"
-    rows = numbered(spark, rows_per_batch=100_000)
+    rows_per_batch = 100_000
+    rows = numbered(spark, rows_per_batch=rows_per_batch)
     # 5 Arrow batches per task (of 10,000 rows); first attempts pause 1 s after each.
     df = rows.mapInArrow(slow_first_attempt(1.0), rows.schema)
     app = spark.sparkContext.applicationId
@@ -316,18 +317,23 @@ def test_executor_killed_mid_batch_loses_and_duplicates_nothing(
     killed: list[int] = []
 
     def kill_one_executor_mid_batch() -> None:
-        # Uncommitted rows of the first micro-batch in Kafka: its tasks are mid-write.
-        seen = 0
+        # Both tasks of the first micro-batch mid-write: uncommitted rows of each (even
+        # values are Spark partition 0's, odd ones partition 1's) and not all of them, so
+        # whichever task executor 0 runs (one core each: one task each) is in the middle
+        # of its transaction when it dies.
+        seen = [0, 0]
         deadline = time.monotonic() + 150
-        while time.monotonic() < deadline and seen < 20_000:
-            seen += sum(1 for m in watcher.consume(1000, 0.2) if m.error() is None)
-        if seen >= 20_000:
+        while time.monotonic() < deadline and min(seen) < 10_000:
+            for m in watcher.consume(1000, 0.2):
+                value = int(m.value() or b"-1") if m.error() is None else -1
+                if 0 <= value < rows_per_batch:
+                    seen[value % 2] += 1
+        if min(seen) >= 10_000 and max(seen) < rows_per_batch // 2:
             os.kill(executors[0], signal.SIGKILL)
             killed.append(executors[0])
 
     killer = threading.Thread(target=kill_one_executor_mid_batch)
     query = start(df, bootstrap, topic, tmp_path, prefix)
-    rows_per_batch = 100_000
     try:
         killer.start()
         killer.join(160)
@@ -335,7 +341,7 @@ def test_executor_killed_mid_batch_loses_and_duplicates_nothing(
     finally:
         query.stop()
         watcher.close()
-    assert killed, "no micro-batch was mid-write within 150 s"
+    assert killed, "the two tasks of the first micro-batch were not both mid-write within 150 s"
     end_open_transactions(bootstrap, prefix)
     committed = spark_committed_batches(tmp_path / "checkpoint")
     assert {0, 1} <= committed

@@ -6,7 +6,8 @@ aiokafka's own ``MetadataRequest`` and ``CreateTopicsRequest`` objects with
 ``await client.send(node_id, request)``, then ``await client.force_metadata_update()``.
 
 :class:`AiokafkaClientView` answers the cluster questions from the producer's own metadata
-and refreshes that metadata on ``force_metadata_update()``. Only aiokafka can encode its own
+and refreshes that metadata on ``force_metadata_update()``; ``add_topic(topic)`` has it
+track one more topic. Only aiokafka can encode its own
 request classes, so ``send()`` hands them to a real ``aiokafka.AIOKafkaClient``, opened on
 the first ``send()`` with the producer's connection settings (servers, TLS, SASL) and
 closed by the producer's ``stop()``. A producer whose ``client`` nobody touches opens
@@ -120,6 +121,7 @@ class AiokafkaClientView:
         self._closed = False
         self._busy = 0  # send() calls under way; close() waits for them
         self._idle: asyncio.Event | None = None
+        self._refreshes: set[asyncio.Task[bool]] = set()  # add_topic()'s, until done
 
     async def force_metadata_update(self) -> bool:
         """Refresh the producer's metadata now; ``True`` once a new answer arrived."""
@@ -134,6 +136,37 @@ class AiokafkaClientView:
         except TimeoutError:
             return False
         return md.version > version
+
+    def add_topic(self, topic: str) -> asyncio.Future[bool]:
+        """aiokafka's ``client.add_topic``: the producer's metadata tracks ``topic`` from now
+        on (each refresh asks for it, which creates it where the broker auto-creates).
+
+        Returns a future, as aiokafka's: ``True`` at once if the topic is known already,
+        else the answer of the refresh this starts (``False`` if none came in time or
+        the producer stopped first). Only while the producer runs.
+        """
+        self._check_running()
+        md = self._metadata()
+        if md is None:  # not started: _check_running raised already
+            raise ProducerClosedError("producer.client.add_topic: the producer is not running")
+        known = topic in md.partitions_by_topic
+        md.add_topic(topic)
+        if known:
+            done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            done.set_result(True)
+            return done
+        task = asyncio.ensure_future(self._refresh_quietly())
+        self._refreshes.add(task)
+        task.add_done_callback(self._refreshes.discard)
+        return task
+
+    async def _refresh_quietly(self) -> bool:
+        # Nobody need await add_topic()'s future (aiokafka's tests and Faust do not):
+        # a stop() meanwhile is an answer (False), not an exception nobody retrieves.
+        try:
+            return await self.force_metadata_update()
+        except ProducerClosedError:
+            return False
 
     async def send(self, node_id: int, request: Any, **kwargs: Any) -> Any:
         """Send one of aiokafka's request objects to ``node_id``; aiokafka's response.
@@ -193,6 +226,10 @@ class AiokafkaClientView:
     async def close(self) -> None:
         """Close the aiokafka client, if ``send()`` opened one; ``send()`` opens no other."""
         self._closed = True
+        for task in list(self._refreshes):  # add_topic()'s refreshes end with the producer
+            task.cancel()
+        if self._refreshes:
+            await asyncio.gather(*self._refreshes, return_exceptions=True)
         # A send under way may be opening a connection that close() would not see (it
         # is not among the client's yet): let it end first (aiokafka's request timeout
         # bounds it), then close what is there.
@@ -223,7 +260,7 @@ class AiokafkaInternals:
     def client(self) -> AiokafkaClientView:
         """aiokafka's ``producer.client``, as far as frameworks use it (Faust declares its
         topics through it): ``cluster``, ``send(node_id, request)``,
-        ``force_metadata_update()``."""
+        ``force_metadata_update()``, ``add_topic(topic)``."""
         return AiokafkaClientView(
             self._config,
             lambda: getattr(self, "_metadata", None),

@@ -12,7 +12,7 @@ import difflib
 import itertools
 import logging
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import msgspec
 
@@ -238,7 +238,7 @@ class ProducerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             original = e.__cause__ or e.__context__
             if isinstance(original, ConfigError):
                 raise original from None
-            raise ConfigError(_describe(e)) from None
+            raise ConfigError(_describe(e, cls)) from None
 
 
 # One line per option for the configuration reference, generated from these at every docs
@@ -394,13 +394,29 @@ def _check_wire_string(name: str, value: str | None) -> None:
         )
 
 
-def _describe(e: msgspec.ValidationError) -> str:
+def _describe(e: msgspec.ValidationError, cls: type[msgspec.Struct]) -> str:
     # msgspec says "Expected `int` >= 0, got -1 - at `$.linger_ms`"; lead with the field.
+    # For a choice among values ("Invalid enum value 'SOME'") it does not say which are
+    # valid: name them, as aiokafka does for security_protocol.
     text = str(e)
     if " - at `$." in text:
         message, _, path = text.rpartition(" - at `$.")
-        return f"{path.rstrip('`')}: {message}"
+        field = path.rstrip("`")
+        if message.startswith("Invalid enum value"):
+            choices = _literal_choices(cls, field)
+            if choices:
+                message += f" (valid: {', '.join(repr(c) for c in choices)})"
+        return f"{field}: {message}"
     return text
+
+
+def _literal_choices(cls: type[msgspec.Struct], field: str) -> tuple[Any, ...]:
+    """The values a ``Literal[...]`` field of ``cls`` takes (none for another type)."""
+    for info in msgspec.structs.fields(cls):
+        if info.name == field:
+            hint = info.type
+            return tuple(get_args(hint)) if get_origin(hint) is Literal else ()
+    return ()
 
 
 def parse_bootstrap(servers: str | list[str]) -> list[tuple[str, int]]:

@@ -126,6 +126,26 @@ def test_wrong_type_message_is_helpful() -> None:
     assert "str" in text
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "valid"),
+    [
+        ({"security_protocol": "SOME"}, "'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'"),
+        (
+            {"sasl_mechanism": "DIGEST-MD5"},
+            "'PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER'",
+        ),
+        ({"acks": 2}, "0, 1, -1, 'all'"),
+    ],
+)
+def test_a_bad_choice_names_the_valid_ones(kwargs: dict[str, Any], valid: str) -> None:
+    """As aiokafka's "`security_protocol` should be SSL or PLAINTEXT": the error lists what
+    the option takes (aiokafka's own test_producer_arguments asks the same)."""
+    with pytest.raises(ConfigError, match=f"^{next(iter(kwargs))}: ") as info:
+        ProducerConfig.from_kwargs(**kwargs)
+    assert isinstance(info.value, ValueError)
+    assert str(info.value).endswith(f"(valid: {valid})")
+
+
 def test_unknown_option_suggests_the_close_name() -> None:
     with pytest.raises(ConfigError) as info:
         ProducerConfig.from_kwargs(linger=5)

@@ -26,6 +26,7 @@ from aiokafka.protocol.metadata import MetadataRequest  # type: ignore[import-un
 from aiokafka.structs import BrokerMetadata  # type: ignore[import-untyped]
 from confluent_kafka.admin import AdminClient
 from conftest import TopicFactory
+from kafka_cluster import KafkaCluster
 
 import aiokafka_lite
 from aiokafka_lite import AiokafkaPatchWarning
@@ -152,6 +153,36 @@ async def test_client_sends_aiokafka_requests(bootstrap: str, topic_factory: Top
     await asyncio.sleep(0)
 
 
+async def test_client_add_topic_tracks_a_topic(
+    broker: object, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """aiokafka's client.add_topic (aiokafka's own test helper wait_topic calls it, not
+    awaited, then force_metadata_update): the topic joins the producer's metadata; its
+    future says whether a refresh came, at once True for a known topic."""
+    topic = topic_factory(2)
+    async with aiokafka_lite.AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+        client = producer.client
+        if isinstance(broker, KafkaCluster):  # Tansu answers every topic to an empty list
+            assert topic not in client.cluster.topics()
+        added = client.add_topic(topic)
+        assert isinstance(added, asyncio.Future)
+        assert await added is True
+        assert topic in client.cluster.topics()
+        assert client.cluster.partitions_for_topic(topic) == {0, 1}
+        again = client.add_topic(topic)
+        assert again.done() and again.result() is True
+        # Still tracked by later refreshes (as aiokafka's client keeps its topic set).
+        assert await client.force_metadata_update()
+        assert client.cluster.partitions_for_topic(topic) == {0, 1}
+        # Not awaited, then stop(): nothing left running, no exception nobody retrieves.
+        pending = client.add_topic(f"later-{uuid.uuid4().hex}")
+    assert pending.done()
+    assert pending.cancelled() or pending.exception() is None
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+    with pytest.raises(aiokafka_lite.errors.ProducerClosedError):
+        client.add_topic(topic)
+
+
 async def test_client_before_start_knows_nothing() -> None:
     producer = aiokafka_lite.AIOKafkaProducer(bootstrap_servers="localhost:1")
     assert producer.client.cluster.brokers() == set()
@@ -159,6 +190,8 @@ async def test_client_before_start_knows_nothing() -> None:
     assert await producer.client.force_metadata_update() is False
     with pytest.raises(aiokafka_lite.errors.ProducerNotStartedError):
         await producer.client.send(0, MetadataRequest([]))
+    with pytest.raises(aiokafka_lite.errors.ProducerNotStartedError):
+        producer.client.add_topic("t")
 
 
 async def test_partition_is_where_send_puts_the_key(

@@ -6,10 +6,13 @@ import asyncio
 import itertools
 import random
 import time
+import uuid
 
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic as CkNewTopic
 from conftest import TopicFactory
 from faultproxy import FaultProxy
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
@@ -488,3 +491,36 @@ def test_works_on_uvloop(bootstrap: str, topic_factory: TopicFactory) -> None:
     results = uvloop.run(produce())
     assert len({(md.partition, md.offset) for md in results}) == 500
     assert len(read_all_confluent(bootstrap, topic, expected=500)) == 500
+
+
+@pytest.mark.kafka_only(
+    "Tansu ignores message.timestamp.type: its produce answers carry no log append time"
+)
+async def test_log_append_time_topic_reports_the_brokers_timestamp(bootstrap: str) -> None:
+    """A topic with message.timestamp.type=LogAppendTime: each record's metadata carries
+    the broker's append time and timestamp_type 1, whatever timestamp_ms was given, and
+    equals what an independent consumer reads (aiokafka's own test of this mocks the
+    broker's answer; here Apache Kafka gives it)."""
+    topic = f"t-{uuid.uuid4().hex}"
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    config = {"message.timestamp.type": "LogAppendTime"}
+    admin.create_topics([CkNewTopic(topic, 2, 1, config=config)])[topic].result(15)
+    given = [None, 123_123_123, None, 1_600_000_000_000]
+    before = int(time.time() * 1000)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
+        futures = [
+            await producer.send(topic, b"v%d" % i, partition=i % 2, timestamp_ms=ts)
+            for i, ts in enumerate(given)
+        ]
+        results: list[RecordMetadata] = await asyncio.gather(*futures)
+        one = await producer.send_and_wait(topic, b"alone", timestamp_ms=5)
+    after = int(time.time() * 1000)
+    for md in [*results, one]:
+        assert md.timestamp_type == 1, md
+        assert before - 1000 <= md.timestamp <= after + 1000, md  # the broker's clock
+    read = read_all_confluent(bootstrap, topic, expected=len(given) + 1)
+    by_position = {(r.partition, r.offset): r for r in read}
+    assert len(by_position) == len(given) + 1
+    for md in [*results, one]:
+        record = by_position[(md.partition, md.offset)]
+        assert (record.timestamp_type, record.timestamp) == (1, md.timestamp)

@@ -25,7 +25,7 @@ import asyncio
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .buffer_pool import (
     BATCH_MEMORY,
@@ -43,6 +43,9 @@ from .hand_over import current_task_ref
 from .producer_batch import PartitionQueue, ProducerBatch
 from .records import Header, RecordBatchBuilder, record_size
 from .structs import RecordMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from .placement import RecordPlacement
 
 # The budget's constants and the batch classes are imported from here too.
 __all__ = [
@@ -199,6 +202,56 @@ class RecordAccumulator(BufferPool):
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
         return fut
 
+    def append_keyless(
+        self,
+        topic: str,
+        placement: RecordPlacement,
+        timestamp: int,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        size: int,
+        reserved: int = 0,
+    ) -> asyncio.Future[RecordMetadata] | None:
+        """:meth:`append` for a record without key or partition, on the topic's sticky
+        partition, as Java's ``RecordAccumulator.append`` places it: a record that does
+        not fit the open batch closes it and asks for the partition again (the topic may
+        move on), and the bytes appended are counted (see ``RecordPlacement``)."""
+        size += SEND_BOUND  # it may have to start a batch
+        budget = self.budget
+        used = budget.used
+        if not reserved and (used + size > self.limit or self._waiters):
+            return None
+        while True:
+            partition = placement.sticky_partition(topic)
+            try:
+                q = self._queues[topic][partition]
+            except KeyError:
+                q = self.queue_for(topic, partition)
+            batches = q.batches
+            if batches and not batches[-1].full:
+                batch = batches[-1]
+                added = batch.append(timestamp, None, value, headers, q.batch_limit)
+                if added:
+                    appended = added
+                    break
+                batch.full = True
+                self.filler = current_task_ref()
+                continue  # the closed batch may move the topic on: place again
+            batch = self._new_batch(q, timestamp)
+            try:
+                added = BATCH_MEMORY + batch.append(timestamp, None, value, headers, q.batch_limit)
+            except BaseException:
+                self._discard_empty(batch)
+                raise
+            appended = len(batch.buf)  # (Java counts a new batch's header too)
+            break
+        added += SEND_RECORD_MEMORY
+        batch.memory += added
+        budget.used = used + added - reserved
+        fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
+        placement.sticky_appended(topic, partition, appended, q)
+        return fut
+
     def create_future(self) -> asyncio.Future[Any]:
         return self._loop.create_future()
 
@@ -352,12 +405,19 @@ class RecordAccumulator(BufferPool):
         headers: Sequence[Header] | None,
         size: int,
         timeout: float,
+        keyless: RecordPlacement | None = None,
     ) -> asyncio.Future[RecordMetadata]:
-        """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
+        """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append
+        (with ``keyless``, as :meth:`append_keyless`: ``partition`` is chosen then)."""
         reserved = size + SEND_BOUND
         await self.reserve(reserved, topic, timeout)
         self._check_not_shut_down(reserved)
-        fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=reserved)
+        if keyless is not None:
+            fut = self.append_keyless(topic, keyless, timestamp, value, headers, size, reserved)
+        else:
+            fut = self.append(
+                topic, partition, timestamp, key, value, headers, size, reserved=reserved
+            )
         if self._waiters:
             self._grant()  # size is an upper bound: what the record left may let the next one in
         # With the memory reserved, append cannot refuse the record.

@@ -413,7 +413,11 @@ class RecordAccumulator(BufferPool):
         await self.reserve(reserved, topic, timeout)
         self._check_not_shut_down(reserved)
         if keyless is not None:
-            fut = self.append_keyless(topic, keyless, timestamp, value, headers, size, reserved)
+            try:  # (placed only now: the topic may have lost its partitions meanwhile)
+                fut = self.append_keyless(topic, keyless, timestamp, value, headers, size, reserved)
+            except BaseException:
+                self._release(reserved)
+                raise
         else:
             fut = self.append(
                 topic, partition, timestamp, key, value, headers, size, reserved=reserved

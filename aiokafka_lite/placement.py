@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import checks, compat, serializers
 from .config import ProducerConfig
-from .errors import RecordTooLargeError
+from .errors import RecordTooLargeError, UnknownTopicOrPartitionError
 from .metadata import Metadata
 from .partitioner import KeyHashCache, StickyPartitioner, sticky_moves_on
 from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header
@@ -135,7 +135,9 @@ class RecordPlacement:
     def sticky_partition(self, topic: str) -> int:
         """The partition for the topic's next keyless record (its partitions are known)."""
         sticky = self._sticky
-        n = len(self.metadata.partitions_by_topic[topic])
+        n = len(self.metadata.partitions_by_topic.get(topic, ()))
+        if not n:  # (known when send() began: gone during its wait for memory)
+            raise UnknownTopicOrPartitionError(f"{topic!r} has no partitions in the metadata")
         available = self.metadata.cluster.available_partitions_by_topic.get(topic, ())
         partition = sticky.partition(topic, available, n)
         produced = sticky.produced.get(topic, 0)
@@ -166,6 +168,8 @@ class RecordPlacement:
         """Give ``topic`` a new sticky partition (:meth:`StickyPartitioner.move_on`)."""
         n = len(self.metadata.partitions_by_topic.get(topic, ()))
         available = self.metadata.cluster.available_partitions_by_topic.get(topic, ())
+        if not (n or available):  # no partitions known now: it stays (never raises here)
+            return self._sticky.current[topic]
         return self._sticky.move_on(topic, available, n)
 
     def _sticky_partition(self, topic: str, n: int, size: int) -> int:

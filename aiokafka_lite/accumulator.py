@@ -164,92 +164,58 @@ class RecordAccumulator(BufferPool):
         headers: Sequence[Header] | None,
         size: int,
         reserved: int = 0,
+        keyless: RecordPlacement | None = None,
     ) -> asyncio.Future[RecordMetadata] | None:
         """Append one record and return its future; the hot path of ``send()``.
 
         ``size`` is an upper bound of the record's encoded size. Returns None,
         appending nothing, when that much budget is not free (or others are
         already waiting for it), unless the caller holds ``reserved`` bytes.
+        With ``keyless`` (a record without key or partition), ``partition`` is the
+        topic's sticky one, chosen here as Java's ``RecordAccumulator.append`` does: a
+        record that does not fit the open batch closes it and asks again (the topic may
+        move on), and the bytes appended are counted (see ``RecordPlacement``).
         """
         size += SEND_BOUND  # it may have to start a batch
         budget = self.budget
         used = budget.used  # (read once: a C field in the compiled build)
         if not reserved and (used + size > self.limit or self._waiters):
             return None
-        try:
-            q = self._queues[topic][partition]
-        except KeyError:
-            q = self.queue_for(topic, partition)
-        batches = q.batches
         added = 0
-        if batches:
-            batch = batches[-1]
-            if not batch.full:
-                added = batch.append(timestamp, key, value, headers, q.batch_limit)
-                if not added:
-                    batch.full = True
-                    self.filler = current_task_ref()
-        if not added:
+        while True:
+            if keyless is not None:
+                partition = keyless.sticky_partition(topic)
+            try:
+                q = self._queues[topic][partition]
+            except KeyError:
+                q = self.queue_for(topic, partition)
+            batches = q.batches
+            if batches:
+                batch = batches[-1]
+                if not batch.full:
+                    added = batch.append(timestamp, key, value, headers, q.batch_limit)
+                    if not added:
+                        batch.full = True
+                        self.filler = current_task_ref()
+                        if keyless is not None:
+                            continue  # the closed batch may move the topic on: place again
+            break
+        if added:
+            appended = added
+        else:
             batch = self._new_batch(q, timestamp)
             try:
                 added = BATCH_MEMORY + batch.append(timestamp, key, value, headers, q.batch_limit)
             except BaseException:
                 self._discard_empty(batch)  # never leave an empty batch in the queue
                 raise
+            appended = len(batch.buf)  # (Java counts a new batch's header too)
         added += SEND_RECORD_MEMORY
         batch.memory += added
         budget.used = used + added - reserved  # (nothing above changed it: no await, no callback)
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
-        return fut
-
-    def append_keyless(
-        self,
-        topic: str,
-        placement: RecordPlacement,
-        timestamp: int,
-        value: bytes | None,
-        headers: Sequence[Header] | None,
-        size: int,
-        reserved: int = 0,
-    ) -> asyncio.Future[RecordMetadata] | None:
-        """:meth:`append` for a record without key or partition, on the topic's sticky
-        partition, as Java's ``RecordAccumulator.append`` places it: a record that does
-        not fit the open batch closes it and asks for the partition again (the topic may
-        move on), and the bytes appended are counted (see ``RecordPlacement``)."""
-        size += SEND_BOUND  # it may have to start a batch
-        budget = self.budget
-        used = budget.used
-        if not reserved and (used + size > self.limit or self._waiters):
-            return None
-        while True:
-            partition = placement.sticky_partition(topic)
-            try:
-                q = self._queues[topic][partition]
-            except KeyError:
-                q = self.queue_for(topic, partition)
-            batches = q.batches
-            if batches and not batches[-1].full:
-                batch = batches[-1]
-                added = batch.append(timestamp, None, value, headers, q.batch_limit)
-                if added:
-                    appended = added
-                    break
-                batch.full = True
-                self.filler = current_task_ref()
-                continue  # the closed batch may move the topic on: place again
-            batch = self._new_batch(q, timestamp)
-            try:
-                added = BATCH_MEMORY + batch.append(timestamp, None, value, headers, q.batch_limit)
-            except BaseException:
-                self._discard_empty(batch)
-                raise
-            appended = len(batch.buf)  # (Java counts a new batch's header too)
-            break
-        added += SEND_RECORD_MEMORY
-        batch.memory += added
-        budget.used = used + added - reserved
-        fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
-        placement.sticky_appended(topic, partition, appended, q)
+        if keyless is not None:
+            keyless.sticky_appended(topic, partition, appended, q)
         return fut
 
     def create_future(self) -> asyncio.Future[Any]:
@@ -408,20 +374,17 @@ class RecordAccumulator(BufferPool):
         keyless: RecordPlacement | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append
-        (with ``keyless``, as :meth:`append_keyless`: ``partition`` is chosen then)."""
+        (with ``keyless``, :meth:`append` chooses the partition then)."""
         reserved = size + SEND_BOUND
         await self.reserve(reserved, topic, timeout)
         self._check_not_shut_down(reserved)
-        if keyless is not None:
-            try:  # (placed only now: the topic may have lost its partitions meanwhile)
-                fut = self.append_keyless(topic, keyless, timestamp, value, headers, size, reserved)
-            except BaseException:
-                self._release(reserved)
-                raise
-        else:
+        try:
             fut = self.append(
-                topic, partition, timestamp, key, value, headers, size, reserved=reserved
+                topic, partition, timestamp, key, value, headers, size, reserved, keyless
             )
+        except BaseException:  # (with keyless, placed only now: the topic may be gone)
+            self._release(reserved)
+            raise
         if self._waiters:
             self._grant()  # size is an upper bound: what the record left may let the next one in
         # With the memory reserved, append cannot refuse the record.

@@ -145,7 +145,7 @@ class RecordPlacement:
             q = self.queues.get(topic, {}).get(partition)
             # Java's allBatchesFull: no batch open (the last closed or sent). A batch at
             # its limit but not marked full refuses the next record, which is then
-            # placed again (RecordAccumulator.append_keyless): the same move.
+            # placed again (RecordAccumulator.append): the same move.
             if q is None or not q.batches or q.batches[-1].full:
                 limit = self._batch_size if q is None else q.batch_limit
                 if sticky_moves_on(produced, limit, True):

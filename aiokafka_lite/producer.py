@@ -495,10 +495,7 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
                 ts = int(time.time() * 1000)
             else:
                 ts = checks.record_timestamp(timestamp_ms, topic)
-            if keyless is None:
-                fut = self._acc.append(topic, partition, ts, k, v, headers, size)
-            else:
-                fut = self._acc.append_keyless(topic, keyless, ts, v, headers, size)
+            fut = self._acc.append(topic, partition, ts, k, v, headers, size, 0, keyless)
             if fut is None:
                 fut = await self._acc.append_wait(
                     topic, partition, ts, k, v, headers, size, self._max_block, keyless
@@ -573,13 +570,15 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
                 "partitions_for() once before using try_send()"
             )
         key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
+        keyless = None
         if partition is None and key_bytes is None and self._custom_partitioner is None:
-            ts = checks.record_timestamp(timestamp_ms, topic)
-            fut = self._acc.append_keyless(topic, self._placement, ts, value_bytes, headers, size)
+            keyless, partition = self._placement, -1  # the accumulator places it
         else:
             partition = self._place(topic, key_bytes, parts, size, partition)
-            ts = checks.record_timestamp(timestamp_ms, topic)
-            fut = self._acc.append(topic, partition, ts, key_bytes, value_bytes, headers, size)
+        ts = checks.record_timestamp(timestamp_ms, topic)
+        fut = self._acc.append(
+            topic, partition, ts, key_bytes, value_bytes, headers, size, 0, keyless
+        )
         if fut is None:
             raise BufferFullError(
                 f"buffer_memory ({self._acc.limit} bytes) is full; record for {topic!r} not sent"

@@ -174,7 +174,7 @@ async def ours(
         fut = fast.append(TOPIC, None, value) if fast is not None else None
         if not fut:  # not taken (None) or the open batch was full (False): general path
             size = MAX_RECORD_OVERHEAD + len(value)
-            fut = acc.append_keyless(TOPIC, placement, timestamp, value, None, size)
+            fut = acc.append(TOPIC, -1, timestamp, None, value, None, size, keyless=placement)
             assert fut is not None
         grew = [
             p

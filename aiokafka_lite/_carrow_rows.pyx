@@ -20,7 +20,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from aiokafka_lite._cbatch_builder cimport BatchBuilder
-from aiokafka_lite._cpartitioner cimport _hash
+from aiokafka_lite._cpartitioner cimport _hash, moves_on
 
 # The events run() stops with (mirrored in aiokafka_lite/spark/arrow_rows.py).
 cdef enum:
@@ -29,7 +29,8 @@ cdef enum:
     SLOW = 2  # row pos goes through the pure path (it fails there, naming itself)
     NEW_BATCH = 3  # row pos's partition has no open batch: create one, append_at
     SEND_CAP = 4  # the row would take the batch past the size cap: send, create, append_at
-    FULL = 5  # the batch is full: send, create, append_at, move the sticky partition
+    FULL = 5  # the batch is full: send, create, append_at (a keyless row: send, run again)
+    MOVE_ON = 6  # the topic's keyless rows move to a new sticky partition; run again
 
 # Column kinds, as arrow_rows.py describes each column.
 cdef enum:
@@ -112,6 +113,12 @@ cdef class ArrowRows:
     #: the event's partition, and its row's topic (index in run()'s ``states``)
     cdef readonly Py_ssize_t partition
     cdef readonly Py_ssize_t topic_index
+    #: whether the event's row is keyless (placed by the sticky partitioner)
+    cdef readonly bint keyless
+    # run()'s current topic (a _Topic) and its keyless bytes, written back when it stops
+    cdef object _state
+    cdef Py_ssize_t _produced
+    cdef bint _dirty
 
     def __cinit__(self, *args, **kwargs):
         self.nviews = 0
@@ -279,9 +286,31 @@ cdef class ArrowRows:
 
         ``states`` are the topics' ``_Topic`` (None: not looked up yet), indexed by
         the topic column's indices (or one, the default topic, without that column).
+        Keyless rows are placed as ``TaskWriter._keyless`` places them (Java's sticky
+        rule); what needs a random draw stops with MOVE_ON.
         """
+        self._state = None
+        self._dirty = False
+        try:
+            return self._run(states, cap, now, report)
+        finally:
+            self._write_back()
+
+    cdef void _write_back(self) noexcept:
+        # The topic's keyless bytes, back into its _Topic (one attribute per stop, not
+        # one per row).
+        if self._dirty:
+            self._dirty = False
+            try:
+                self._state.produced = self._produced
+            except BaseException:  # (a _Topic has the slot: cannot happen)
+                pass
+
+    cdef int _run(self, list states, Py_ssize_t cap, int64_t now, report) except -1:
         cdef Py_ssize_t i, j, cur = -1, n_states = PyList_GET_SIZE(states)
-        cdef Py_ssize_t t_n = 0, t_sticky = 0, p, ksize, vsize, hsize, bound, size
+        cdef Py_ssize_t t_n = 0, t_sticky = 0, t_limit = 0, before
+        cdef Py_ssize_t p, ksize, vsize, hsize, bound, size
+        cdef bint keyless
         cdef const char* kd
         cdef const char* vd
         cdef int64_t ts
@@ -310,6 +339,8 @@ cdef class ArrowRows:
                 t_n, t_sticky, t_error, t_open = st.n, st.sticky, st.error, st.open
                 if type(t_open) is not list or PyList_GET_SIZE(t_open) < t_n:
                     raise TypeError("a topic's open batches must be a list of n")
+                self._write_back()
+                self._state, self._produced, t_limit = st, st.produced, st.limit
                 cur = j
             if t_error is not None:
                 report.fail(1, t_error)
@@ -321,15 +352,18 @@ cdef class ArrowRows:
                 kd = slot(&self.key, i, &ksize)
             else:
                 kd, ksize = NULL, -1
+            keyless = False
             if self.part.present and not is_null(&self.part, i):
                 p = fixed(&self.part, i)
                 if not 0 <= p < t_n:
                     return self._stop(i, SLOW)  # fails there, naming the row
             elif ksize < 0:
                 p = t_sticky
+                keyless = True
             else:
                 p = <Py_ssize_t>(_hash(<const unsigned char*>kd, ksize) & 0x7FFFFFFF) % t_n
             self.partition = p
+            self.keyless = keyless
             ts = now
             if self.stamp.present and not is_null(&self.stamp, i):
                 ts = fixed(&self.stamp, i)
@@ -340,6 +374,8 @@ cdef class ArrowRows:
             open_list = <list>t_open
             st = <object>PyList_GET_ITEM(open_list, p)
             if st is None:
+                if keyless and moves_on(self._produced, t_limit, True):
+                    return self._stop(i, MOVE_ON)  # no open batch, enough bytes: move first
                 return self._stop(i, NEW_BATCH)
             if type(st) is not BatchBuilder:
                 raise TypeError(f"not a compiled BatchBuilder: {type(st).__name__}")
@@ -351,10 +387,17 @@ cdef class ArrowRows:
                 bound += 24 + (ksize if ksize > 0 else 0) + (vsize if vsize > 0 else 0)
                 if size + bound > cap:  # as _size_bound in task.py
                     return self._stop(i, SEND_CAP)
+            before = 0 if b._builder is None else len(b._builder.buf)
             if b._append_raw(
                 ts, kd, ksize, vd, vsize, self.scratch if hsize > 0 else NULL, hsize
             ) == 0:
                 return self._stop(i, FULL)
+            if keyless:  # as _Topic.appended
+                size = len(b._builder.buf)
+                self._produced += size - before
+                self._dirty = True
+                if moves_on(self._produced, t_limit, size >= t_limit):
+                    return self._stop(i + 1, MOVE_ON)
         self.pos = self.length
         return DONE
 

@@ -128,3 +128,8 @@ def place_plain(
         else:
             (<list>order).append(i)
     return hi
+
+
+def sticky_moves_on(Py_ssize_t produced, Py_ssize_t limit, bint batch_full):
+    """partitioner.sticky_moves_on: the .pxd's inline one, which the compiled paths use."""
+    return moves_on(produced, limit, batch_full)

@@ -16,6 +16,7 @@ from libc.stdint cimport int64_t
 
 from aiokafka_lite._cdelivery cimport RecordFutures
 from aiokafka_lite._cpartitioner cimport _hash as murmur2_hash
+from aiokafka_lite._cpartitioner cimport moves_on
 from aiokafka_lite._crecords cimport RecordBatchBuilder
 
 
@@ -57,8 +58,8 @@ cdef class SendPath:
     cdef Py_ssize_t _record_memory
     cdef Py_ssize_t _bound
     cdef dict _sticky  # keyless records: the placement's sticky partition per topic
-    cdef dict _sticky_bytes  # ... the bytes sent to it
-    cdef Py_ssize_t _sticky_limit  # ... and how many move the topic on
+    cdef dict _sticky_bytes  # ... the bytes its keyless records added there
+    cdef object _move_on  # ... and what moves the topic on
 
     def __init__(
         self,
@@ -74,7 +75,7 @@ cdef class SendPath:
         Py_ssize_t send_bound,
         dict sticky,
         dict sticky_bytes,
-        Py_ssize_t sticky_limit,
+        move_on,
     ):
         self._metadata = metadata
         self._cache = hashes.table
@@ -89,7 +90,7 @@ cdef class SendPath:
         self._bound = send_bound
         self._sticky = sticky
         self._sticky_bytes = sticky_bytes
-        self._sticky_limit = sticky_limit
+        self._move_on = move_on
 
     cdef long _hash(self, bytes key):
         """``to_positive(murmur2(key))``: computed for a short key (as cheap as looking it
@@ -110,7 +111,7 @@ cdef class SendPath:
     def append(self, topic, key, value):
         """The record appended: its future; False if it did not fit the open batch (now
         marked full); None if it is not the plain case (see send_path.SendPath.append)."""
-        cdef Py_ssize_t size, n, added, nparts, partition
+        cdef Py_ssize_t size, n, added, appended, nparts, partition, limit
         cdef Py_ssize_t produced = 0
         cdef PyObject* found
         cdef int64_t timestamp
@@ -142,7 +143,7 @@ cdef class SendPath:
             return None
         if size + self._bound > self._limit - self._pool.used:  # (so that nothing overflows)
             return None
-        if keyless:  # as RecordPlacement's sticky choice, while the topic stays put
+        if keyless:  # the topic's sticky partition (its open batch: no move before)
             if type(topic) is not str:  # (a str subclass could run code in the dict lookups)
                 return None
             found = PyDict_GetItem(self._sticky, topic)
@@ -150,10 +151,6 @@ cdef class SendPath:
                 return None
             partition = <object>found
             if partition >= nparts:
-                return None
-            found = PyDict_GetItem(self._sticky_bytes, topic)
-            produced = size + (0 if found == NULL else <Py_ssize_t><object>found)
-            if produced >= self._sticky_limit:
                 return None
         else:
             partition = self._hash(<bytes>key) % nparts
@@ -179,10 +176,17 @@ cdef class SendPath:
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next
             return False  # (the task filled a batch: see aiokafka_lite.hand_over)
+        appended = added
         added += self._record_memory
         batch.memory += added
         self._pool.used += added
         fut = batch.records._add(batch.count - 1, timestamp)
-        if keyless:
-            PyDict_SetItem(self._sticky_bytes, topic, produced)
+        if keyless:  # as RecordPlacement.sticky_appended
+            found = PyDict_GetItem(self._sticky_bytes, topic)
+            produced = appended + (0 if found == NULL else <Py_ssize_t><object>found)
+            limit = q.batch_limit
+            if moves_on(produced, limit, len(batch.buf) >= limit):
+                self._move_on(topic)
+            else:
+                PyDict_SetItem(self._sticky_bytes, topic, produced)
         return fut

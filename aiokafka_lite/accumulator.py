@@ -25,7 +25,7 @@ import asyncio
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .buffer_pool import (
     BATCH_MEMORY,
@@ -43,6 +43,9 @@ from .hand_over import current_task_ref
 from .producer_batch import PartitionQueue, ProducerBatch
 from .records import Header, RecordBatchBuilder, record_size
 from .structs import RecordMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from .placement import RecordPlacement
 
 # The budget's constants and the batch classes are imported from here too.
 __all__ = [
@@ -161,42 +164,58 @@ class RecordAccumulator(BufferPool):
         headers: Sequence[Header] | None,
         size: int,
         reserved: int = 0,
+        keyless: RecordPlacement | None = None,
     ) -> asyncio.Future[RecordMetadata] | None:
         """Append one record and return its future; the hot path of ``send()``.
 
         ``size`` is an upper bound of the record's encoded size. Returns None,
         appending nothing, when that much budget is not free (or others are
         already waiting for it), unless the caller holds ``reserved`` bytes.
+        With ``keyless`` (a record without key or partition), ``partition`` is the
+        topic's sticky one, chosen here as Java's ``RecordAccumulator.append`` does: a
+        record that does not fit the open batch closes it and asks again (the topic may
+        move on), and the bytes appended are counted (see ``RecordPlacement``).
         """
         size += SEND_BOUND  # it may have to start a batch
         budget = self.budget
         used = budget.used  # (read once: a C field in the compiled build)
         if not reserved and (used + size > self.limit or self._waiters):
             return None
-        try:
-            q = self._queues[topic][partition]
-        except KeyError:
-            q = self.queue_for(topic, partition)
-        batches = q.batches
         added = 0
-        if batches:
-            batch = batches[-1]
-            if not batch.full:
-                added = batch.append(timestamp, key, value, headers, q.batch_limit)
-                if not added:
-                    batch.full = True
-                    self.filler = current_task_ref()
-        if not added:
+        while True:
+            if keyless is not None:
+                partition = keyless.sticky_partition(topic)
+            try:
+                q = self._queues[topic][partition]
+            except KeyError:
+                q = self.queue_for(topic, partition)
+            batches = q.batches
+            if batches:
+                batch = batches[-1]
+                if not batch.full:
+                    added = batch.append(timestamp, key, value, headers, q.batch_limit)
+                    if not added:
+                        batch.full = True
+                        self.filler = current_task_ref()
+                        if keyless is not None:
+                            continue  # the closed batch may move the topic on: place again
+            break
+        if added:
+            appended = added
+        else:
             batch = self._new_batch(q, timestamp)
             try:
                 added = BATCH_MEMORY + batch.append(timestamp, key, value, headers, q.batch_limit)
             except BaseException:
                 self._discard_empty(batch)  # never leave an empty batch in the queue
                 raise
+            appended = len(batch.buf)  # (Java counts a new batch's header too)
         added += SEND_RECORD_MEMORY
         batch.memory += added
         budget.used = used + added - reserved  # (nothing above changed it: no await, no callback)
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
+        if keyless is not None:
+            keyless.sticky_appended(topic, partition, appended, q)
         return fut
 
     def create_future(self) -> asyncio.Future[Any]:
@@ -352,12 +371,20 @@ class RecordAccumulator(BufferPool):
         headers: Sequence[Header] | None,
         size: int,
         timeout: float,
+        keyless: RecordPlacement | None = None,
     ) -> asyncio.Future[RecordMetadata]:
-        """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append."""
+        """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append
+        (with ``keyless``, :meth:`append` chooses the partition then)."""
         reserved = size + SEND_BOUND
         await self.reserve(reserved, topic, timeout)
         self._check_not_shut_down(reserved)
-        fut = self.append(topic, partition, timestamp, key, value, headers, size, reserved=reserved)
+        try:
+            fut = self.append(
+                topic, partition, timestamp, key, value, headers, size, reserved, keyless
+            )
+        except BaseException:  # (with keyless, placed only now: the topic may be gone)
+            self._release(reserved)
+            raise
         if self._waiters:
             self._grant()  # size is an upper bound: what the record left may let the next one in
         # With the memory reserved, append cannot refuse the record.

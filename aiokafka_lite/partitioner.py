@@ -21,6 +21,7 @@ __all__ = [
     "default_partition",
     "murmur2",
     "place_plain",
+    "sticky_moves_on",
     "to_positive",
 ]
 
@@ -191,25 +192,39 @@ def place_plain(
     return hi
 
 
+def sticky_moves_on(produced: int, limit: int, batch_full: bool) -> bool:
+    """Whether a topic's keyless records leave their sticky partition now (KIP-794).
+
+    Java's ``BuiltInPartitioner.updatePartitionInfo``: ``produced`` bytes of keyless
+    records went to the partition since the topic moved there; it moves on once that
+    reaches ``limit`` (``batch.size``) and the partition's last batch is full (so a
+    batch is not left half-filled), and at twice ``limit`` regardless.
+    """
+    return produced >= 2 * limit or (batch_full and produced >= limit)
+
+
 class StickyPartitioner:
-    """Uniform sticky partitioning for keyless records (KIP-480, simplified).
+    """Uniform sticky partitioning for keyless records (KIP-480, KIP-794).
 
-    Sending every keyless record of a topic to one partition until its batch is sealed
-    fills batches faster than round-robin, which means fewer, larger requests and lower
-    latency. The producer calls :meth:`on_new_batch` once about ``batch_size`` bytes went
-    to the sticky partition (KIP-794), which moves the topic to a different partition so
-    load still spreads out.
+    Sending every keyless record of a topic to one partition fills batches faster than
+    round-robin, which means fewer, larger requests and lower latency. Each topic keeps
+    its sticky partition and the bytes its keyless records added there (``produced``);
+    the producer asks :func:`sticky_moves_on` after each append and calls
+    :meth:`move_on`, which picks the next partition as Java's ``BuiltInPartitioner``
+    does: uniformly among the available partitions (the one left included), else
+    among all.
 
-    Like Kafka's ``StickyPartitionCache``, :meth:`partition` does not re-check
-    availability: the sticky choice is only revisited on :meth:`on_new_batch`.
+    Like Kafka, :meth:`partition` does not re-check availability: the sticky choice is
+    only revisited by :meth:`move_on`.
     """
 
-    __slots__ = ("_current", "_rng")
+    __slots__ = ("_current", "_produced", "_rng")
 
     def __init__(self, rng: random.Random | None = None) -> None:
         # An injectable RNG makes tests deterministic; the default needs no seeding.
         self._rng = rng if rng is not None else random.Random()
         self._current: dict[str, int] = {}
+        self._produced: dict[str, int] = {}
 
     @property
     def current(self) -> dict[str, int]:
@@ -217,53 +232,40 @@ class StickyPartitioner:
         path reads it)."""
         return self._current
 
+    @property
+    def produced(self) -> dict[str, int]:
+        """Bytes each topic's keyless records added to its sticky partition since it
+        moved there (the dict itself, never replaced: send()'s fast path adds to it)."""
+        return self._produced
+
     def partition(self, topic: str, available: Sequence[int], num_partitions: int) -> int:
         """The topic's current sticky partition, choosing one on first use."""
         part = self._current.get(topic)
         if part is None or part >= num_partitions:  # (the topic was created again, smaller)
-            part = self._current[topic] = self._choose(available, num_partitions, None)
+            part = self.move_on(topic, available, num_partitions)
         return part
 
-    def on_new_batch(
-        self, topic: str, prev_partition: int, available: Sequence[int], num_partitions: int
-    ) -> None:
-        """Move ``topic`` off ``prev_partition`` after its batch was sealed.
-
-        A call whose ``prev_partition`` is no longer the sticky one is ignored (as in
-        Kafka), so a stale or repeated notification cannot make the topic skip ahead.
-        """
-        current = self._current.get(topic)
-        if current is not None and current != prev_partition:
-            return
-        self._current[topic] = self._choose(available, num_partitions, prev_partition)
-
-    def _choose(self, available: Sequence[int], num_partitions: int, exclude: int | None) -> int:
-        """A random partition from ``available`` (else all of ``range(num_partitions)``),
-        avoiding ``exclude`` whenever there is any other choice."""
+    def move_on(self, topic: str, available: Sequence[int], num_partitions: int) -> int:
+        """Give ``topic`` a new sticky partition (its count of bytes starts again)."""
         choices: Sequence[int] = available if available else range(num_partitions)
-        count = len(choices)
-        if count == 0:
+        if not choices:
             raise ValueError("no partitions to choose from")
-        if count == 1:
-            return choices[0]
-        if exclude is None or exclude not in choices:
-            return choices[self._rng.randrange(count)]
-        # Uniform over the other count-1 choices without building a filtered list:
-        # draw among count-1 slots and shift past the excluded one.
-        skip = choices.index(exclude)
-        i = self._rng.randrange(count - 1)
-        return choices[i + 1 if i >= skip else i]
+        part = self._current[topic] = choices[self._rng.randrange(len(choices))]
+        self._produced[topic] = 0
+        return part
 
 
-# The compiled twins (_cpartitioner.pyx) replace murmur2's three functions and place_plain
-# when they were built (see aiokafka_lite.speedups); KeyHashCache calls murmur2_u32 through
-# this module's globals, so it uses whichever is in place. The pure ones stay reachable for
-# tests.
+# The compiled twins (_cpartitioner.pyx) replace murmur2's three functions, place_plain and
+# sticky_moves_on when they were built (see aiokafka_lite.speedups); KeyHashCache calls
+# murmur2_u32 through this module's globals, so it uses whichever is in place. The pure
+# ones stay reachable for tests.
 py_murmur2, py_default_partition, py_murmur2_u32 = murmur2, default_partition, murmur2_u32
 py_place_plain = place_plain
+py_sticky_moves_on = sticky_moves_on
 _compiled = speedups.compiled_module("_cpartitioner")
 if _compiled is not None and not TYPE_CHECKING:
     murmur2 = _compiled.murmur2
     default_partition = _compiled.default_partition
     place_plain = _compiled.place_plain
     murmur2_u32 = _compiled.murmur2_u32
+    sticky_moves_on = _compiled.sticky_moves_on

@@ -12,15 +12,18 @@ and those of ``try_send()``, ``send_batch()`` and ``send_many()``, come here.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import aiokafka_arguments, checks, serializers
 from .config import ProducerConfig
-from .errors import RecordTooLargeError
+from .errors import RecordTooLargeError, UnknownTopicOrPartitionError
 from .metadata import Metadata
-from .partitioner import KeyHashCache, StickyPartitioner
+from .partitioner import KeyHashCache, StickyPartitioner, sticky_moves_on
 from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header
+
+if TYPE_CHECKING:
+    from .producer_batch import PartitionQueue
 
 __all__ = ["MAX_RECORD_OVERHEAD", "RecordPlacement"]
 
@@ -54,9 +57,11 @@ class RecordPlacement:
             and self.partitioner is None
         )
         self._sticky = StickyPartitioner()
-        self._sticky_bytes: dict[str, int] = {}
-        # The cluster the partitions are chosen in: set when the producer starts.
+        # The cluster the partitions are chosen in, and the accumulator's topic ->
+        # partition -> queue (whose batches the sticky choice looks at): set when the
+        # producer starts.
         self.metadata: Metadata
+        self.queues: Mapping[str, Mapping[int, PartitionQueue]] = {}
 
     def prepare(
         self, topic: str, key: Any, value: Any, headers: Sequence[Header] | None
@@ -111,21 +116,73 @@ class RecordPlacement:
         available = self.metadata.cluster.available_partitions_by_topic.get(topic)
         return random.choice(available) if available else random.randrange(len(parts))
 
-    def sticky_tables(self) -> tuple[dict[str, int], dict[str, int], int]:
+    def sticky_tables(self) -> tuple[dict[str, int], dict[str, int], Callable[[str], int]]:
         """What send()'s fast path reads to place a keyless record as
-        :meth:`_sticky_partition` does (the dicts themselves, never replaced): each
-        topic's sticky partition, the bytes sent to it, and the bytes that move it on."""
-        return self._sticky.current, self._sticky_bytes, self._batch_size
+        :meth:`sticky_partition` does and count it as :meth:`sticky_appended` does (the
+        dicts themselves, never replaced): each topic's sticky partition, the bytes its
+        keyless records added there, and :meth:`move_on`."""
+        return self._sticky.current, self._sticky.produced, self.move_on
+
+    # Keyless records follow Java's BuiltInPartitioner (KIP-794) as RecordAccumulator.append
+    # drives it: the partition is peeked before the append (moving on first if the bytes
+    # were reached and the partition's batches are all full, i.e. its last batch was closed
+    # or sent), and the bytes the append added are counted after it (moving on once
+    # sticky_moves_on says so). Bytes are the batch's own: a record's encoded size, plus
+    # the batch header for the record that starts a batch; the limit is the partition's
+    # batch limit (batch_size, scaled by the topic's compression estimate as Java's
+    # estimated sizes are).
+
+    def sticky_partition(self, topic: str) -> int:
+        """The partition for the topic's next keyless record (its partitions are known)."""
+        sticky = self._sticky
+        n = len(self.metadata.partitions_by_topic.get(topic, ()))
+        if not n:  # (known when send() began: gone during its wait for memory)
+            raise UnknownTopicOrPartitionError(f"{topic!r} has no partitions in the metadata")
+        available = self.metadata.cluster.available_partitions_by_topic.get(topic, ())
+        partition = sticky.partition(topic, available, n)
+        produced = sticky.produced.get(topic, 0)
+        if produced:
+            q = self.queues.get(topic, {}).get(partition)
+            # Java's allBatchesFull: no batch open (the last closed or sent). A batch at
+            # its limit but not marked full refuses the next record, which is then
+            # placed again (RecordAccumulator.append): the same move.
+            if q is None or not q.batches or q.batches[-1].full:
+                limit = self._batch_size if q is None else q.batch_limit
+                if sticky_moves_on(produced, limit, True):
+                    partition = sticky.move_on(topic, available, n)
+        return partition
+
+    def sticky_appended(self, topic: str, partition: int, added: int, q: PartitionQueue) -> None:
+        """Count ``added`` bytes of a keyless record appended to ``q``'s last batch."""
+        sticky = self._sticky
+        if sticky.current.get(topic) != partition:
+            return  # placed before a wait for memory, and the topic moved on meanwhile
+        produced = sticky.produced.get(topic, 0) + added
+        limit = q.batch_limit
+        if sticky_moves_on(produced, limit, len(q.batches[-1].buf) >= limit):
+            self.move_on(topic)
+        else:
+            sticky.produced[topic] = produced
+
+    def move_on(self, topic: str) -> int:
+        """Give ``topic`` a new sticky partition (:meth:`StickyPartitioner.move_on`)."""
+        n = len(self.metadata.partitions_by_topic.get(topic, ()))
+        available = self.metadata.cluster.available_partitions_by_topic.get(topic, ())
+        if not (n or available):  # no partitions known now: it stays (never raises here)
+            return self._sticky.current[topic]
+        return self._sticky.move_on(topic, available, n)
 
     def _sticky_partition(self, topic: str, n: int, size: int) -> int:
-        # KIP-794: keyless records stick to one partition until about a batch
-        # worth of bytes went to it, then move on; batches fill up instead of
-        # spreading thin records over every partition.
+        # place()'s callers that append no single record to a batch themselves (send_many,
+        # the mock producer, aiokafka's _partition): the record counts at its upper-bound
+        # ``size``, and a batch counts as full once batch_size bytes went to it.
         available = self.metadata.cluster.available_partitions_by_topic.get(topic, ())
-        partition = self._sticky.partition(topic, available, n)
-        produced = self._sticky_bytes.get(topic, 0) + size
-        if produced >= self._batch_size:
-            self._sticky.on_new_batch(topic, partition, available, n)
-            produced = 0
-        self._sticky_bytes[topic] = produced
+        sticky = self._sticky
+        partition = sticky.partition(topic, available, n)
+        if size:
+            produced = sticky.produced.get(topic, 0) + size
+            if sticky_moves_on(produced, self._batch_size, True):
+                sticky.move_on(topic, available, n)
+            else:
+                sticky.produced[topic] = produced
         return partition

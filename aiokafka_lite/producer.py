@@ -268,6 +268,7 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
             self._runtime = runtime
             self._client, self._metadata = runtime.client, runtime.metadata
             self._placement.metadata = runtime.metadata
+            self._placement.queues = runtime.acc.queues
             self._acc, self._sender = runtime.acc, runtime.sender
             if not (self._wrapped or self._serializing or self._custom_partitioner is not None):
                 path = SendPath(
@@ -480,20 +481,24 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
                 if size > self._max_request_size:
                     self._prepare(topic, k, v, headers)  # raises, naming the topic
                 headers = None
-            if partition is None and k is not None and self._custom_partitioner is None:
-                # keyed: the common case, with the hash cache's hit path inline
-                h = self._hash_peek(k)
-                partition = (self._hashes.hash(k) if h is None else h) % len(parts)
+            keyless: RecordPlacement | None = None
+            if partition is None and self._custom_partitioner is None:
+                if k is not None:  # keyed: the common case, the hash cache's hit path inline
+                    h = self._hash_peek(k)
+                    partition = (self._hashes.hash(k) if h is None else h) % len(parts)
+                else:  # the accumulator places it, as Java's does
+                    keyless = self._placement
+                    partition = -1
             else:
                 partition = self._place(topic, k, parts, size, partition)
             if timestamp_ms is None:  # (the common case, inline)
                 ts = int(time.time() * 1000)
             else:
                 ts = checks.record_timestamp(timestamp_ms, topic)
-            fut = self._acc.append(topic, partition, ts, k, v, headers, size)
+            fut = self._acc.append(topic, partition, ts, k, v, headers, size, 0, keyless)
             if fut is None:
                 fut = await self._acc.append_wait(
-                    topic, partition, ts, k, v, headers, size, self._max_block
+                    topic, partition, ts, k, v, headers, size, self._max_block, keyless
                 )
         except Exception as e:
             if self._interceptors:
@@ -565,9 +570,15 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
                 "partitions_for() once before using try_send()"
             )
         key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
-        partition = self._place(topic, key_bytes, parts, size, partition)
+        keyless = None
+        if partition is None and key_bytes is None and self._custom_partitioner is None:
+            keyless, partition = self._placement, -1  # the accumulator places it
+        else:
+            partition = self._place(topic, key_bytes, parts, size, partition)
         ts = checks.record_timestamp(timestamp_ms, topic)
-        fut = self._acc.append(topic, partition, ts, key_bytes, value_bytes, headers, size)
+        fut = self._acc.append(
+            topic, partition, ts, key_bytes, value_bytes, headers, size, 0, keyless
+        )
         if fut is None:
             raise BufferFullError(
                 f"buffer_memory ({self._acc.limit} bytes) is full; record for {topic!r} not sent"

@@ -3,8 +3,10 @@
 Most records a producer sends are the same case: a bytes key and a bytes value (or None),
 or no key and a bytes value; no headers, no explicit partition or timestamp, a topic
 whose partitions are known, room in the budget and in the partition's open batch. A
-keyless record goes to the topic's sticky partition, as the general path would place it,
-unless it is the record after which the topic moves on (the general path moves it).
+keyless record goes to the topic's sticky partition while its open batch takes it, and
+its bytes are counted as the general path counts them (Java's rule: see
+:meth:`~aiokafka_lite.placement.RecordPlacement.sticky_appended`), moving the topic on
+when :func:`~aiokafka_lite.partitioner.sticky_moves_on` says so.
 :meth:`SendPath.append` does exactly that case, start to end (size, murmur2 or sticky
 placement, timestamp, encode, memory, future), and returns None for anything else,
 having changed nothing the general path would see differently (it may have remembered
@@ -29,11 +31,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from . import speedups
 from .delivery import RecordFutures
+from .partitioner import py_sticky_moves_on
 from .records import RecordBatchBuilder
 
 if TYPE_CHECKING:
@@ -90,6 +93,7 @@ class SendPath:
         "_limit",
         "_max_size",
         "_metadata",
+        "_move_on",
         "_overhead",
         "_peek",
         "_pool",
@@ -97,7 +101,6 @@ class SendPath:
         "_record_memory",
         "_sticky",
         "_sticky_bytes",
-        "_sticky_limit",
         "_waiters",
     )
 
@@ -115,7 +118,7 @@ class SendPath:
         send_bound: int,
         sticky: dict[str, int],
         sticky_bytes: dict[str, int],
-        sticky_limit: int,
+        move_on: Callable[[str], int],
     ) -> None:
         self._metadata = metadata
         self._peek = hashes.peek
@@ -128,11 +131,11 @@ class SendPath:
         self._overhead = record_overhead  # the most a record adds besides key and value
         self._record_memory = record_memory  # buffer_memory a record holds besides its bytes
         self._bound = send_bound  # ... and what it may take, should it start a batch
-        # Keyless records: the placement's sticky partition per topic, the bytes sent to
-        # it, and how many move the topic on (which the general path does).
+        # Keyless records: the placement's sticky partition per topic, the bytes its
+        # keyless records added there, and what moves the topic on.
         self._sticky = sticky
         self._sticky_bytes = sticky_bytes
-        self._sticky_limit = sticky_limit
+        self._move_on = move_on
 
     def append(
         self, topic: Any, key: Any, value: Any
@@ -160,15 +163,11 @@ class SendPath:
         pool = self._pool
         if size > self._max_size or self._waiters or pool.used + size + self._bound > self._limit:
             return None
-        produced = 0
-        if key is None:  # as RecordPlacement's sticky choice, while the topic stays put
+        if key is None:  # the topic's sticky partition (its open batch: no move before)
             if type(topic) is not str:  # (a str subclass could run code in the dict lookups)
                 return None
             partition = self._sticky.get(topic)
             if partition is None or partition >= len(parts):
-                return None
-            produced = self._sticky_bytes.get(topic, 0) + size
-            if produced >= self._sticky_limit:
                 return None
         else:
             h = self._peek(key)
@@ -192,12 +191,18 @@ class SendPath:
         if not added:
             batch.full = True  # as append would mark it; the general path starts the next
             return False
+        appended = added
         added += self._record_memory
         batch.memory += added
         pool.used += added
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
-        if key is None:
-            self._sticky_bytes[topic] = produced
+        if key is None:  # as RecordPlacement.sticky_appended
+            produced = self._sticky_bytes.get(topic, 0) + appended
+            limit = q.batch_limit
+            if py_sticky_moves_on(produced, limit, len(batch.buf) >= limit):
+                self._move_on(topic)
+            else:
+                self._sticky_bytes[topic] = produced
         return fut
 
 

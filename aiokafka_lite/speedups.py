@@ -56,6 +56,7 @@ TWINS: tuple[Twin, ...] = (
             "murmur2_u32": "py_murmur2_u32",
             "default_partition": "py_default_partition",
             "place_plain": "py_place_plain",
+            "sticky_moves_on": "py_sticky_moves_on",
         },
     ),
     Twin(

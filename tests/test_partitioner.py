@@ -170,49 +170,45 @@ def test_murmur2_matches_reference(data: bytes) -> None:
 # --- sticky partitioner -------------------------------------------------------------
 
 
-def test_sticky_stays_until_new_batch() -> None:
+def test_sticky_stays_until_moved_on() -> None:
     sp = StickyPartitioner(random.Random(1))
     available = [0, 1, 2, 3]
     first = sp.partition("t", available, 4)
     assert first in available
+    assert sp.produced["t"] == 0
     for _ in range(100):
         assert sp.partition("t", available, 4) == first
 
-    sp.on_new_batch("t", first, available, 4)
-    second = sp.partition("t", available, 4)
-    assert second != first
+    sp.produced["t"] = 500
+    second = sp.move_on("t", available, 4)
     assert second in available
+    assert sp.produced["t"] == 0  # the count starts again on the new partition
     for _ in range(100):
         assert sp.partition("t", available, 4) == second
 
 
-def test_sticky_always_moves_when_more_than_one_available() -> None:
+def test_sticky_moves_uniformly_over_available_partitions_the_one_left_included() -> None:
+    # Java's BuiltInPartitioner.nextPartition: a uniform draw among the available
+    # partitions, without excluding the one the topic leaves.
     sp = StickyPartitioner(random.Random(2))
-    available = [3, 5]
-    prev = sp.partition("t", available, 6)
-    for _ in range(200):
-        sp.on_new_batch("t", prev, available, 6)
-        cur = sp.partition("t", available, 6)
-        assert cur != prev
-        assert cur in available
-        prev = cur
-
-
-def test_sticky_only_picks_available_partitions() -> None:
-    sp = StickyPartitioner(random.Random(3))
     available = [1, 4, 7]
-    seen = {sp.partition("t", available, 10)}
-    for _ in range(300):
-        prev = sp.partition("t", available, 10)
-        sp.on_new_batch("t", prev, available, 10)
-        seen.add(sp.partition("t", available, 10))
-    assert seen == set(available)
+    prev = sp.partition("t", available, 10)
+    counts: Counter[int] = Counter()
+    stayed = 0
+    for _ in range(3000):
+        cur = sp.move_on("t", available, 10)
+        counts[cur] += 1
+        stayed += cur == prev
+        prev = cur
+    assert set(counts) == set(available)
+    assert all(850 <= c <= 1150 for c in counts.values()), counts
+    assert 850 <= stayed <= 1150  # a third of the moves land where they were
 
 
 def test_sticky_single_available_partition() -> None:
     sp = StickyPartitioner(random.Random(4))
     assert sp.partition("t", [2], 5) == 2
-    sp.on_new_batch("t", 2, [2], 5)
+    assert sp.move_on("t", [2], 5) == 2
     assert sp.partition("t", [2], 5) == 2
 
 
@@ -220,22 +216,15 @@ def test_sticky_leaves_a_partition_that_became_unavailable() -> None:
     sp = StickyPartitioner(random.Random(5))
     first = sp.partition("t", [0, 1, 2], 3)
     remaining = [p for p in (0, 1, 2) if p != first]
-    sp.on_new_batch("t", first, remaining, 3)
-    assert sp.partition("t", remaining, 3) in remaining
+    for _ in range(50):
+        assert sp.move_on("t", remaining, 3) in remaining
 
 
 def test_sticky_falls_back_to_all_partitions_when_none_available() -> None:
     sp = StickyPartitioner(random.Random(6))
-    seen = set()
-    prev = sp.partition("t", [], 4)
-    seen.add(prev)
+    seen = {sp.partition("t", [], 4)}
     for _ in range(200):
-        sp.on_new_batch("t", prev, [], 4)
-        cur = sp.partition("t", [], 4)
-        assert cur != prev
-        assert 0 <= cur < 4
-        seen.add(cur)
-        prev = cur
+        seen.add(sp.move_on("t", [], 4))
     assert seen == {0, 1, 2, 3}
 
 
@@ -249,12 +238,10 @@ def test_sticky_spreads_over_all_partitions() -> None:
     sp = StickyPartitioner(random.Random(7))
     n = 10
     available = list(range(n))
-    batches = 5000
     counts: Counter[int] = Counter()
-    for _ in range(batches):
-        part = sp.partition("t", available, n)
-        counts[part] += 1
-        sp.on_new_batch("t", part, available, n)
+    for _ in range(5000):
+        counts[sp.partition("t", available, n)] += 1
+        sp.move_on("t", available, n)
     assert set(counts) == set(available)
     # Uniform would be 500 per partition; a biased choice would fall far outside this.
     assert all(400 <= c <= 600 for c in counts.values()), counts
@@ -263,28 +250,13 @@ def test_sticky_spreads_over_all_partitions() -> None:
 def test_sticky_topics_are_independent() -> None:
     sp = StickyPartitioner(random.Random(8))
     available = list(range(8))
-    a = sp.partition("a", available, 8)
+    sp.partition("a", available, 8)
     b = sp.partition("b", available, 8)
-    sp.on_new_batch("a", a, available, 8)
-    assert sp.partition("a", available, 8) != a
+    sp.produced["b"] = 77
+    for _ in range(20):
+        sp.move_on("a", available, 8)
     assert sp.partition("b", available, 8) == b
-
-
-def test_sticky_ignores_stale_new_batch() -> None:
-    sp = StickyPartitioner(random.Random(9))
-    available = list(range(6))
-    first = sp.partition("t", available, 6)
-    sp.on_new_batch("t", first, available, 6)
-    second = sp.partition("t", available, 6)
-    # A second notification about the old partition must not move the topic again.
-    sp.on_new_batch("t", first, available, 6)
-    assert sp.partition("t", available, 6) == second
-
-
-def test_sticky_on_new_batch_before_first_use() -> None:
-    sp = StickyPartitioner(random.Random(10))
-    sp.on_new_batch("t", 0, [0, 1], 2)
-    assert sp.partition("t", [0, 1], 2) == 1
+    assert sp.produced["b"] == 77
 
 
 def test_sticky_choice_is_dropped_when_the_topic_has_fewer_partitions() -> None:

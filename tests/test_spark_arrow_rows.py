@@ -14,6 +14,7 @@ reads both back with confluent-kafka.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 import time
@@ -124,7 +125,7 @@ async def write_all(
         report.rows_failed,
         report.first_error,
         sorted(report.topics),
-        {name: t.sticky for name, t in writer.topics.items()},
+        {name: (t.sticky, t.produced) for name, t in writer.topics.items()},
     )
 
 
@@ -331,3 +332,31 @@ def test_map_headers_are_encoded_as_the_pure_path_encodes_them() -> None:
     pure, fast = both_paths(make_plan(True, map_headers=True), batches, (500, 1 << 20))
     assert fast == pure
     assert pure[2] == 200 and pure[3] == 0  # every row sent
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_keyless_rows_move_on_as_javas_producer_does(seed: int) -> None:
+    """Java's sticky rule (KIP-794) on the task's own batches, in each path there is:
+    the row that does not fit closes a batch after fewer than batch.size bytes, so the
+    partition takes a second batch, and the row that does not fit that one moves the
+    topic on. So the sent batches change partition after an even number of batches (a
+    draw may repeat the partition, which merges two stints)."""
+    data = [(None, b"%05d" % i + b"x" * 45, None, None, None, "a") for i in range(400)]
+    batches = arrow_batches(data, pa.binary(), pa.binary(), 150)
+    outcomes = []
+    for compiled in (False, True) if speedups.COMPILED else (False,):
+        random.seed(seed)  # the sticky partitions' draws
+        with mock.patch.object(time, "time", return_value=1_700_000_000.0):  # rows' "now"
+            producer = RecordingProducer(1000, 1 << 20)
+            outcomes.append(asyncio.run(write_all(make_plan(False), batches, producer, compiled)))
+    for sent, error, rows_sent, *_ in outcomes:
+        assert error is None and rows_sent == 400
+        parts = [p for _, p, _ in sent]
+        runs = [1]
+        for before, after in itertools.pairwise(parts):
+            if before == after:
+                runs[-1] += 1
+            else:
+                runs.append(1)
+        assert len(runs) > 5 and all(r % 2 == 0 for r in runs[:-1]), runs
+    assert outcomes[-1] == outcomes[0]

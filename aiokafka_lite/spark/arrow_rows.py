@@ -14,7 +14,6 @@ partitioner; anything else, and the pure build, keep the pure path.
 
 from __future__ import annotations
 
-import random
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["ArrowPath"]
 
 # ArrowRows.run's events (the enum in _carrow_rows.pyx).
-DONE, NEED_TOPIC, SLOW, NEW_BATCH, SEND_CAP, FULL = range(6)
+DONE, NEED_TOPIC, SLOW, NEW_BATCH, SEND_CAP, FULL, MOVE_ON = range(7)
 # Column kinds ArrowRows reads.
 BINARY, LARGE_BINARY, INT32, INT64, VALIDITY = 1, 2, 3, 4, 5
 
@@ -49,6 +48,9 @@ class Rows(Protocol):
 
     @property
     def topic_index(self) -> int: ...  # NEED_TOPIC: the topic's index in ``states``
+
+    @property
+    def keyless(self) -> bool: ...  # the event's row is keyless (sticky placement)
 
     def run(self, states: list[_Topic | None], cap: int, now: int, report: TaskReport) -> int: ...
 
@@ -160,15 +162,21 @@ class ArrowPath:
                 continue
             t = states[rows.topic_index]
             assert t is not None
+            if event == MOVE_ON:  # (run() left pos at the row to place next)
+                t.move_on()
+                continue
             p = rows.partition
             old = t.open[p]
             if event != NEW_BATCH:
                 assert old is not None
                 await writer._send(t, p, old)
+                if rows.keyless:  # placed again, as TaskWriter._keyless does
+                    t.open[p] = None
+                    continue
             b = t.open[p] = create()
             rows.append_at(i, b, now)
-            if event == FULL and p == t.sticky and t.n > 1:
-                t.sticky = (p + 1 + random.randrange(t.n - 1)) % t.n
+            if rows.keyless:
+                t.appended(b.size(), b)
             rows.pos = i + 1
         self.converter.row_base += batch.num_rows
         return True

@@ -19,7 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import KafkaError
-from ..partitioner import KeyHashCache
+from ..partitioner import KeyHashCache, sticky_moves_on
 from ..producer import AIOKafkaProducer, BatchBuilder
 from ..structs import RecordMetadata
 from .arrow import Columns, Converter
@@ -39,14 +39,30 @@ NULL_TOPIC = "null topic present in the data: use the 'topic' option for setting
 class _Topic:
     """Where one topic's rows go: its partition count, open batches, sticky partition."""
 
-    __slots__ = ("error", "n", "name", "open", "sticky")
+    __slots__ = ("error", "limit", "n", "name", "open", "produced", "sticky")
 
-    def __init__(self, name: str, n: int, error: str | None = None) -> None:
+    def __init__(self, name: str, n: int, limit: int, error: str | None = None) -> None:
         self.name = name
         self.n = n
         self.error = error  # the topic cannot be written (unknown, ...): its rows fail
         self.open: list[BatchBuilder | None] = [None] * n
-        self.sticky = random.randrange(n) if n else 0  # keyless rows fill one batch at a time
+        # Keyless rows: Java's sticky partitioner (KIP-794, as the producer's send() has
+        # it: see RecordPlacement.sticky_partition): the partition, the bytes its keyless
+        # rows added there, and batch_size, which decides with sticky_moves_on.
+        self.limit = limit
+        self.sticky = random.randrange(n) if n else 0
+        self.produced = 0
+
+    def move_on(self) -> None:
+        """A new sticky partition: a uniform draw among all (the one left included)."""
+        self.sticky = random.randrange(self.n)
+        self.produced = 0
+
+    def appended(self, added: int, batch: BatchBuilder) -> None:
+        """Count ``added`` bytes of a keyless row now in ``batch``; move on if it is time."""
+        self.produced += added
+        if sticky_moves_on(self.produced, self.limit, batch.size() >= self.limit):
+            self.move_on()
 
 
 class TaskWriter:
@@ -65,6 +81,7 @@ class TaskWriter:
         # fails alone (as Java's per-record check makes it) and not with its batch.
         cfg = producer.config
         self.size_cap = cfg.max_request_size if cfg.max_request_size < cfg.batch_size else None
+        self.batch_size = cfg.batch_size
 
     async def topic(self, name: str) -> _Topic:
         """The topic's state, fetching its metadata once (a failure is kept, not retried)."""
@@ -73,9 +90,10 @@ class TaskWriter:
             try:
                 n = len(await self.producer.partitions_for(name))
             except KafkaError as e:
-                found = _Topic(name, 0, f"topic {name!r}: {type(e).__name__}: {e}")
+                error = f"topic {name!r}: {type(e).__name__}: {e}"
+                found = _Topic(name, 0, self.batch_size, error)
             else:
-                found = _Topic(name, n)
+                found = _Topic(name, n, self.batch_size)
                 self.report.wrote_to(name)
             self.topics[name] = found
         return found
@@ -122,8 +140,13 @@ class TaskWriter:
             p = None if parts is None else parts[i]
             if p is None:
                 if key is None:
-                    p = t.sticky
-                elif custom is None:
+                    h = None if headers is None else headers[i]
+                    if times is not None:
+                        stamp = times[i]
+                        ts = now if stamp is None else stamp
+                    await self._keyless(t, value, ts, h)
+                    continue
+                if custom is None:
                     p = hashes.hash(key) % n
                 else:
                     p = int(custom(key, list(range(n)), list(range(n))))
@@ -147,8 +170,30 @@ class TaskWriter:
                 await self._send(t, p, b)
                 b = t.open[p] = create()
                 b.append(key=key, value=value, timestamp=ts, headers=h)
-                if p == t.sticky and n > 1:
-                    t.sticky = (p + 1 + random.randrange(n - 1)) % n
+
+    async def _keyless(self, t: _Topic, value: bytes | None, ts: int, h: Any) -> None:
+        """Append a keyless row as Java's producer places it: on the sticky partition,
+        moving on first if its bytes were reached and it has no open batch, placing the
+        row again after closing a batch it does not fit; its bytes counted after."""
+        cap = self.size_cap
+        while True:
+            p = t.sticky
+            b = t.open[p]
+            if b is None:
+                if sticky_moves_on(t.produced, t.limit, True):
+                    t.move_on()
+                    continue
+                b = t.open[p] = self.producer.create_batch()
+            elif cap and b.record_count() and b.size() + _size_bound(None, value, h) > cap:
+                await self._send(t, p, b)
+                t.open[p] = None
+                continue
+            before = b.size()
+            if b.append(value=value, timestamp=ts, headers=h) is not None:
+                break
+            await self._send(t, p, b)
+            t.open[p] = None
+        t.appended(b.size() - before, b)
 
     def _out_of_range(self, row: int, p: int, t: _Topic) -> str:
         return (

@@ -363,8 +363,9 @@ async def test_keyless_records_take_the_fast_path_to_the_sticky_partition(
     values = [bytes([65 + i % 26]) * (i % 200) for i in range(4_000)]
     placed: dict[str, list[int]] = {}
     async with (
-        started(bootstrap, batch_size=4096) as fast,
-        started(bootstrap, batch_size=4096) as general,
+        # linger far longer than the test: only full batches leave before the flush
+        started(bootstrap, batch_size=4096, linger_ms=60_000) as fast,
+        started(bootstrap, batch_size=4096, linger_ms=60_000) as general,
     ):
         general._fast_append = _no_fast_path
         for producer in (fast, general):

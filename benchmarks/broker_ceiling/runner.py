@@ -159,6 +159,9 @@ def describe(round_no: int, repeat: int, label: str, r: RunResult) -> str:
             f"\n      {r.extra['requests']:,} Produce v{r.extra['produce_version']} requests, "
             f"{r.extra['request_mb']:.1f} MB, built in {r.extra['prebuild_s']:.2f} s"
         )
+    requests, batches = r.client_metrics.get("request-total"), r.client_metrics.get("batch-total")
+    if requests and batches:  # aiokafka_lite's own counts: the requests' shape
+        text += f"\n      {requests:,.0f} Produce requests, {batches / requests:.2f} batches each"
     if r.errors:
         text += "\n      " + "\n      ".join(r.errors)
     return text

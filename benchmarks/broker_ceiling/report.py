@@ -86,13 +86,17 @@ def render(summaries: list[Summary]) -> str:
 
 
 def paired(numer: Summary, denom: Summary, value: str) -> str:
-    """The range over the repeats' own ratios (runs of one round side by side)."""
+    """The median and range of the repeats' own ratios (runs of one round side by side:
+    on a shared machine, steadier than the ratio of the medians)."""
     ratios = [
         getattr(n, value) / getattr(d, value)
         for n, d in zip(numer.runs, denom.runs, strict=True)
         if n.ok and d.ok and getattr(d, value)
     ]
-    return f" (per repeat {min(ratios):.2f}-{max(ratios):.2f})" if ratios else ""
+    if not ratios:
+        return ""
+    middle = statistics.median(ratios)
+    return f" (per repeat: median {middle:.2f}, range {min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def comparison(ceilings: list[Summary], clients: list[Summary]) -> list[str]:

@@ -94,9 +94,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def make_plan(args: argparse.Namespace, notes: list[str]) -> Plan:
     workloads = select_workloads(args)
-    if args.broker != "tansu" and any(w.runner_kind == "W5" for w in workloads):
-        workloads = [w for w in workloads if w.runner_kind != "W5"]
-        notes.append("W5 left out: it runs against a throttled embedded Tansu broker only")
     clients = []
     for name in parse_list(args.clients, CLIENT_CHOICES, "client"):
         reason = client_available(name)

@@ -13,6 +13,7 @@ W5's RSS over time, and :func:`memory_report` turns those samples into W5's figu
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import resource
 import sys
@@ -94,6 +95,13 @@ def new_result(spec: WorkerSpec, status: str = "ok") -> RunResult:
 
 
 def peak_rss_mb() -> float:
+    """This process's peak RSS. On Linux, ``VmHWM`` of /proc/self/status: the peak of its
+    own address space. (``ru_maxrss`` is no use there: it keeps the high-water mark across
+    exec, so a worker would report at least its parent's RSS at the fork.)"""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 

@@ -3,7 +3,7 @@
 The machine is shared and noisy: single runs can be off by 10-20 %. Every row is the
 median of ``--repeat`` runs (default 3; --quick 1), interleaved across clients: each
 round runs every (workload, client) once, against one broker (``--broker``: the embedded
-Tansu broker, or a 1-node Apache Kafka; W5: a fresh throttled Tansu broker per run).
+Tansu broker, or a 1-node Apache Kafka; W5: a fresh throttled broker of that kind per run).
 ``--pure`` adds ``aiokafka_lite+pure`` rows: the same client with
 ``AIOKAFKA_LITE_NO_EXTENSIONS=1`` (pure-Python twins, see ``aiokafka_lite.speedups``).
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
 from .measure import RunResult
-from .processes import create_many_topics, run_one, throttled_broker
+from .processes import create_many_topics, run_one
 from .workloads import ASYNC_CLIENTS, PURE_SUFFIX, W4_RATE, WorkerSpec, Workload, base_client
 
 
@@ -62,8 +62,8 @@ class Plan:
 
 def run_plan(plan: Plan, log: Callable[[str], None]) -> dict[tuple[str, str], list[RunResult]]:
     """Every (workload, client) ``plan.repeat`` times, interleaved, against one broker
-    (``plan.broker``; W5: a fresh throttled Tansu broker per run)."""
-    from .brokers import open_broker
+    (``plan.broker``; W5: a fresh throttled broker of that kind per run)."""
+    from .brokers import open_broker, throttled_broker
 
     runs: dict[tuple[str, str], list[RunResult]] = {}
     w6_prefix = f"bench-W6-{uuid.uuid4().hex[:8]}"
@@ -100,7 +100,8 @@ def run_plan(plan: Plan, log: Callable[[str], None]) -> dict[tuple[str, str], li
                             f"partitions in {time.perf_counter() - started:.1f} s"
                         )
                 if workload.runner_kind == "W5":
-                    with throttled_broker(workload.throttle) as (bootstrap, broker_pid, proxy_pid):
+                    with throttled_broker(plan.broker, workload.throttle, log) as throttled:
+                        bootstrap, broker_pid, proxy_pid = throttled
                         spec = WorkerSpec(
                             **{**asdict(spec), "bootstrap": bootstrap, "proxy_pid": proxy_pid}
                         )

@@ -3,7 +3,7 @@
 Every (workload, client) run is a fresh ``python -m benchmarks.bench --worker SPEC``
 subprocess with a fresh topic, so no client's imports, threads, memory or garbage affect
 another's figures. The parent reads the worker's result line, and the broker's CPU time
-over the run. W5 runs against a fresh broker behind ``throttle_proxy.py``.
+over the run.
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ import importlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -33,7 +32,6 @@ from .workloads import (
 )
 
 BENCHMARKS = Path(__file__).resolve().parent.parent  # benchmarks/
-PROXY_SCRIPT = BENCHMARKS / "throttle_proxy.py"
 
 
 def unthrottle(proxy_pid: int | None) -> None:
@@ -173,42 +171,3 @@ def run_one(spec: WorkerSpec, partitions: int, broker_pid: int | None) -> RunRes
     if base_client(spec.client) == JAVA:
         return run_java_client(spec, broker_pid)
     return run_worker(spec, broker_pid)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def throttled_broker(rate: float) -> Iterator[tuple[str, int | None, int]]:
-    """A fresh broker behind ``throttle_proxy.py``: (bootstrap via the proxy, broker pid,
-    proxy pid). The broker advertises the proxy's port, so all traffic passes through it."""
-    from aiokafka_lite.embedded import EmbeddedBroker
-
-    broker_port = free_port()
-    proxy = subprocess.Popen(
-        [
-            *(sys.executable, str(PROXY_SCRIPT)),
-            *("--rate", str(rate), "--target", f"127.0.0.1:{broker_port}"),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proxy.stdout is not None
-        line = proxy.stdout.readline().strip()  # "listening on HOST:PORT"
-        if not line.startswith("listening on "):
-            raise RuntimeError(f"throttle proxy did not start (said {line!r})")
-        proxy_port = int(line.rpartition(":")[2])
-        with EmbeddedBroker(port=broker_port, advertised_port=proxy_port) as broker:
-            yield f"127.0.0.1:{proxy_port}", broker.pid, proxy.pid
-    finally:
-        proxy.terminate()
-        try:
-            proxy.wait(5)
-        except subprocess.TimeoutExpired:
-            proxy.kill()
-            proxy.wait()

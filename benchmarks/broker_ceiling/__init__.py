@@ -2,7 +2,9 @@
 
 W3 (``benchmarks/bench/workloads.py``) sends 1,000,000 keyed records (1,000 distinct keys,
 100-byte values) into a new 4-partition topic with acks=all, idempotence off and linger
-5 ms, against the embedded Tansu broker. Every client spends CPU per record on the way:
+5 ms, against the embedded Tansu broker or (``--broker kafka``) a 1-node Apache Kafka,
+opened by ``benchmarks/bench/brokers.py`` as ``benchmarks.bench`` opens it (a JVM broker
+is warmed up first). Every client spends CPU per record on the way:
 partitioning, encoding, futures or delivery callbacks. This benchmark measures what is left
 when a client spends none at all, i.e. the limit the broker (and the cores it runs on) puts
 on W3's throughput:
@@ -35,21 +37,25 @@ such shapes.
 
 By default every run gets a broker of its own, so that no run inherits what an earlier one
 left in the broker's memory (``--shared-broker``: one for all runs, as ``benchmarks.bench``
-does). Each repeat runs the replay (once per batch size and window) and librdkafka, i.e.
-confluent-kafka's sync ``Producer`` through ``benchmarks/bench``'s W3 runner (produce with
-a delivery callback + poll(0) + flush; linger.ms=5, acks=all, enable.idempotence=false),
-each on a fresh topic, in a process of its own; the order alternates between repeats. After
-every run the topic is read back with confluent-kafka's consumer (``check.crcs`` on): each
+does; with ``--broker kafka`` it saves a JVM start and warm-up per run). Each repeat runs
+the replay (once per batch size and window) and W3's clients (``--clients``, by
+``benchmarks.bench``'s names; default ``confluent``, i.e. librdkafka: confluent-kafka's
+sync ``Producer``, produce with a delivery callback + poll(0) + flush; linger.ms=5,
+acks=all, enable.idempotence=false) through ``benchmarks/bench``'s W3 runners, each on a
+fresh topic, in a process of its own; the order alternates between repeats. After every
+run the topic is read back with confluent-kafka's consumer (``check.crcs`` on): each
 partition must hold exactly the records sent, at contiguous offsets from 0, every key on one
-partition (the replay's: on its murmur2 partition; librdkafka's default partitioner hashes
-keys with CRC32 instead). Tansu's high watermark is the last batch's base offset + 1, not
-the log end offset, so watermarks cannot count the records.
+partition (murmur2's, except for librdkafka, whose default partitioner hashes keys with
+CRC32). Tansu's high watermark is the last batch's base offset + 1, not the log end offset,
+so watermarks cannot count the records.
 
-The table gives medians and ranges over the repeats, librdkafka / ceiling, and what
-"W3 >= 1.5x librdkafka" would need, measured against each ceiling::
+The table gives medians and ranges over the repeats; below it, each client's records/s
+as a fraction of each ceiling (target: 0.90), what "W3 >= 1.5x librdkafka" would need,
+and each client's CPU per record against librdkafka's (target: 0.5)::
 
     python -m benchmarks.broker_ceiling [--records 1000000] [--repeat 3] [--in-flight 5]
-        [--batch-size 16384] [--shared-broker]
+        [--batch-size 16384] [--clients confluent,aiokafka_lite,...] [--broker kafka]
+        [--shared-broker]
 
 ``--in-flight`` and ``--batch-size`` take one value or a comma-separated list (each
 combination is a row).

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from collections.abc import Sequence
 
-from aiokafka_lite.embedded import EmbeddedBroker
-
+from ..bench.brokers import open_broker
+from ..bench.workloads import BROKERS
 from .prebuild import REQUEST_OVERHEAD, Shape
 from .replay import replay_worker
 from .report import Summary, comparison, footer, render
-from .runner import run_round
-from .settings import DEFAULTS, MODULE, W3
+from .runner import log, run_round
+from .settings import CLIENTS, DEFAULTS, LIBRDKAFKA, MODULE, W3
 
 
 def parse_ints(option: str, text: str, lo: int, hi: int) -> list[int]:
@@ -26,11 +27,20 @@ def parse_ints(option: str, text: str, lo: int, hi: int) -> list[int]:
     return list(dict.fromkeys(values))
 
 
+def parse_clients(text: str) -> list[str]:
+    """W3 clients to run beside the replay (benchmarks.bench's names), duplicates dropped."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [n for n in names if n not in CLIENTS]
+    if unknown:
+        raise SystemExit(f"--clients: unknown {', '.join(unknown)} (choose from {CLIENTS})")
+    return list(dict.fromkeys(names))
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m " + MODULE,
         description="W3's records replayed as pre-built Produce requests: the broker's "
-        "ceiling, side by side with librdkafka.",
+        "ceiling, side by side with W3's clients.",
     )
     parser.add_argument("--records", type=int, default=W3.records, help="default %(default)s")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved repeats (default 3)")
@@ -41,6 +51,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--batch-size",
         default=str(DEFAULTS.batch_size),
         help="bytes per replayed batch; a list runs each (default: the producers' %(default)s)",
+    )
+    parser.add_argument(
+        "--clients",
+        default=LIBRDKAFKA,
+        help="W3 clients run beside the replay, benchmarks.bench's names "
+        f"(default %(default)s = librdkafka; any of {', '.join(CLIENTS)})",
+    )
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        default="tansu",
+        help="embedded Tansu (default) or a 1-node Apache Kafka (needs Java and Maven)",
     )
     parser.add_argument(
         "--shared-broker",
@@ -66,14 +88,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = parse_ints("--batch-size", args.batch_size, 1, largest)
     shapes = [Shape(size, window) for size in sizes for window in windows]
     ceilings = [Summary(shape.label, shape) for shape in shapes]
-    librdkafka = Summary("librdkafka: confluent Producer", None)
-    every = [*ceilings, librdkafka]
+    clients = [Summary(f"W3: {c}", None, c) for c in parse_clients(args.clients)]
+    every = [*ceilings, *clients]
+    description = ""
     with contextlib.ExitStack() as stack:
-        shared = stack.enter_context(EmbeddedBroker()) if args.shared_broker else None
+        shared = None
+        if args.shared_broker:
+            shared = stack.enter_context(open_broker(args.broker, log))
+            description = shared.description
         for round_no in range(1, args.repeat + 1):
             order = every if round_no % 2 else every[::-1]  # alternate who goes first
-            run_round(round_no, order, args, shared)
+            description = run_round(round_no, order, args, shared) or description
     print(render(every))
-    print("\n".join(comparison(ceilings, librdkafka)))
-    print(footer(args))
+    print("\n".join(comparison(ceilings, clients)))
+    print(footer(args, description, sys.argv[1:]))
     return 0 if all(r.ok for s in every for r in s.runs) else 1

@@ -103,7 +103,10 @@ def frame_request(
         timeout_ms=DEFAULTS.request_timeout_ms,
         topic_data=[
             kp.TopicProduceData(
-                topic, [kp.PartitionProduceData(p, batch) for p, (batch, _) in chunk]
+                name=topic,
+                partition_data=[
+                    kp.PartitionProduceData(index=p, records=batch) for p, (batch, _) in chunk
+                ],
             )
         ],
     )

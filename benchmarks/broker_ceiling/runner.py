@@ -1,18 +1,19 @@
-"""The parent's runs: the replay worker and librdkafka's W3 worker, each on a topic of
-its own, every topic read back with confluent-kafka's consumer afterwards."""
+"""The parent's runs: the replay worker and W3's client workers, each on a topic of its
+own, every topic read back with confluent-kafka's consumer afterwards."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import uuid
 from dataclasses import asdict
 
-from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.partitioner import default_partition
 
+from ..bench.brokers import Broker, open_broker
 from ..bench.measure import RunResult
 from ..bench.processes import create_own_topic, run_one, run_process, worker_env
 from ..bench.workloads import PARTITIONS, WorkerSpec
@@ -116,26 +117,28 @@ def verified(result: RunResult, spec: WorkerSpec) -> RunResult:
 
 
 def run_round(
-    round_no: int, entries: list[Summary], args: argparse.Namespace, shared: EmbeddedBroker | None
-) -> None:
+    round_no: int, entries: list[Summary], args: argparse.Namespace, shared: Broker | None
+) -> str:
     """One repeat: every entry once, in the given order, each on a fresh topic of the
-    shared broker or (by default) of a broker of its own."""
+    shared broker or (by default) of a broker of its own; returns the broker's description."""
+    description = shared.description if shared is not None else ""
     for entry in entries:
         if shared is not None:
             result = run_entry(entry, round_no, args, shared)
         else:
-            with EmbeddedBroker() as broker:
+            with open_broker(args.broker, log) as broker:
                 result = run_entry(entry, round_no, args, broker)
+                description = broker.description
         entry.runs.append(result)
         log(describe(round_no, args.repeat, entry.label, result))
+    return description
 
 
-def run_entry(
-    entry: Summary, round_no: int, args: argparse.Namespace, broker: EmbeddedBroker
-) -> RunResult:
+def run_entry(entry: Summary, round_no: int, args: argparse.Namespace, broker: Broker) -> RunResult:
     """One run, read back afterwards."""
-    client = LIBRDKAFKA if entry.shape is None else "ceiling"
-    topic = f"ceiling-W3-{client}-{round_no}-{uuid.uuid4().hex[:8]}"
+    client = entry.client or "ceiling"
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", client)  # Kafka's topic names: no brackets
+    topic = f"ceiling-W3-{name}-{round_no}-{uuid.uuid4().hex[:8]}"
     spec = WorkerSpec("W3", client, broker.bootstrap_servers, topic, args.records, args.deadline)
     if entry.shape is None:
         result = run_one(spec, PARTITIONS, broker.pid)  # benchmarks/bench's W3 worker
@@ -156,6 +159,9 @@ def describe(round_no: int, repeat: int, label: str, r: RunResult) -> str:
             f"\n      {r.extra['requests']:,} Produce v{r.extra['produce_version']} requests, "
             f"{r.extra['request_mb']:.1f} MB, built in {r.extra['prebuild_s']:.2f} s"
         )
+    requests, batches = r.client_metrics.get("request-total"), r.client_metrics.get("batch-total")
+    if requests and batches:  # aiokafka_lite's own counts: the requests' shape
+        text += f"\n      {requests:,.0f} Produce requests, {batches / requests:.2f} batches each"
     if r.errors:
         text += "\n      " + "\n      ".join(r.errors)
     return text

@@ -1,13 +1,15 @@
 """What every part of the ceiling benchmark shares: the workload, the producers'
-defaults, the names it runs its processes under."""
+defaults, the clients it can run beside the replay, the names it runs its processes under."""
 
 from __future__ import annotations
 
 from aiokafka_lite.config import ProducerConfig
 
-from ..bench.workloads import WORKLOADS
+from ..bench.workloads import JAVA, WORKLOADS
 
 MODULE = "benchmarks.broker_ceiling"  # the replay worker runs as ``-m MODULE --replay-worker``
 DEFAULTS = ProducerConfig()  # the producers' batch_size, max_request_size, request_timeout_ms
 W3 = WORKLOADS["W3"]
 LIBRDKAFKA = "confluent"  # benchmarks/bench's name for confluent-kafka's sync Producer
+# W3's clients, by benchmarks/bench's names; Java's ProducerPerformance cannot send keys.
+CLIENTS = tuple(c for c in W3.clients if c != JAVA)

@@ -51,6 +51,7 @@ __all__ = ["BatchOutcomes"]
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 UNKNOWN_PRODUCER_ID = 59
+_FENCING = (47, 90)  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 
 # The sender's logger: these are its messages, documented under its name.
 _log = logging.getLogger("aiokafka_lite.sender")
@@ -217,6 +218,16 @@ class BatchOutcomes:
             UNKNOWN_PRODUCER_ID,
         ):
             self._handle_sequence_error(batch, error, now)
+            return
+        if (
+            self._idem is not None
+            and self._txn is None
+            and p.error_code in _FENCING
+            and self._idem.local_epoch_refused()
+        ):
+            # Not written: the broker does not take an epoch we bumped ourselves.
+            _log.warning("%s: a new producer id replaces the locally bumped epoch", error)
+            self._requeue_or_fail(batch, error, now)
             return
         if error.invalid_metadata:
             leader = p.current_leader

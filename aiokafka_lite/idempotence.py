@@ -19,7 +19,8 @@ numbers from 0, and from then on refuses the old epoch's requests, so a stale
 request can never land behind the new epoch's records. (A new producer id, which
 is all Kafka's InitProducerId gives a producer without a transactional id, would
 not fence the old one's.) A broker that refuses such an epoch (Tansu answers
-PRODUCER_FENCED) gets a new producer id instead, then and at every later bump.
+PRODUCER_FENCED, or UNKNOWN_PRODUCER_ID for an id it did not give out) gets a new
+producer id instead, then and at every later bump.
 Batches whose outcome is unknown (their request timed out or the connection broke
 after they were written) cannot safely be re-sent under a new epoch, so they fail
 with an error that says so.
@@ -80,10 +81,10 @@ class IdempotenceState:
         return self.producer_id, self.epoch + 1
 
     def local_epoch_refused(self) -> bool:
-        """A batch of the current epoch was answered PRODUCER_FENCED or
-        INVALID_PRODUCER_EPOCH: if that epoch was bumped locally and nothing of it was
-        acknowledged, the broker does not take such bumps. True then (and a new
-        producer id is needed, now and at every later bump)."""
+        """A batch of the current epoch was refused as a broker that does not take
+        locally bumped epochs refuses it (batch_outcomes says which answers): if that
+        epoch was bumped locally and nothing of it was acknowledged, True, and a new
+        producer id is needed, now and at every later bump."""
         if not self.local_epoch:
             # Others sent under that epoch before its first refusal came back.
             return self.bump_needed and not self.local_bumps

@@ -195,6 +195,8 @@ class BatchOutcomes:
                 ", ".join(unasked[:5]) + (" ..." if len(unasked) > 5 else ""),
             )
         for batch in batches.values():  # the broker left these out of its answer
+            # (and may have written them: re-sent under a new epoch, they could be twice)
+            batch.maybe_written = True
             self.retry_or_fail(
                 batch, ProtocolError(f"node {node_id} sent no result for {batch.queue.tp}"), now
             )

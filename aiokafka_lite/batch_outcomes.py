@@ -51,6 +51,7 @@ __all__ = ["BatchOutcomes"]
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 UNKNOWN_PRODUCER_ID = 59
+_FENCING = (47, 90)  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 
 # The sender's logger: these are its messages, documented under its name.
 _log = logging.getLogger("aiokafka_lite.sender")
@@ -194,6 +195,8 @@ class BatchOutcomes:
                 ", ".join(unasked[:5]) + (" ..." if len(unasked) > 5 else ""),
             )
         for batch in batches.values():  # the broker left these out of its answer
+            # (and may have written them: re-sent under a new epoch, they could be twice)
+            batch.maybe_written = True
             self.retry_or_fail(
                 batch, ProtocolError(f"node {node_id} sent no result for {batch.queue.tp}"), now
             )
@@ -212,6 +215,11 @@ class BatchOutcomes:
                 f"record {e.batch_index}: {e.batch_index_error_message}" for e in p.record_errors
             ) + (f" ({message})" if message else "")
         error = error_from_response(p.error_code, topic=topic, partition=partition, message=message)
+        if self._local_epoch_refused(batch, p.error_code):
+            # Not written: the broker does not take an epoch we bumped ourselves.
+            _log.warning("%s: a new producer id replaces the locally bumped epoch", error)
+            self._requeue_or_fail(batch, error, now)
+            return
         if self._idem is not None and p.error_code in (
             OUT_OF_ORDER_SEQUENCE_NUMBER,
             UNKNOWN_PRODUCER_ID,
@@ -233,6 +241,18 @@ class BatchOutcomes:
             ):
                 self._metadata.request_update()
         self.retry_or_fail(batch, error, now)
+
+    def _local_epoch_refused(self, batch: ProducerBatch, code: int) -> bool:
+        """A non-transactional batch refused as only a broker that does not take an epoch
+        bumped by the producer refuses it: PRODUCER_FENCED or INVALID_PRODUCER_EPOCH
+        (Tansu), or UNKNOWN_PRODUCER_ID for sequence 0 (a broker that knows only the
+        producer ids it gave out; Kafka takes sequence 0 of any). If the epoch was bumped
+        locally, a new producer id is asked for (IdempotenceState.local_epoch_refused)."""
+        if self._idem is None or self._txn is not None:
+            return False
+        if code in _FENCING or (code == UNKNOWN_PRODUCER_ID and batch.base_sequence == 0):
+            return self._idem.local_epoch_refused()
+        return False
 
     def _handle_sequence_error(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
         assert self._idem is not None

@@ -1,9 +1,11 @@
-"""InitProducerId for the idempotent producer: a new producer id, or the next epoch of ours.
+"""InitProducerId for the idempotent producer without a transactional id: a new producer id.
 
 Asked of the least-loaded broker, retried until it works, until a retry cannot help
-(the error is raised), or until the producer stops (None). An epoch bump (v3+, KIP-360)
-that the broker refuses falls back to asking for a new producer id, which a producer
-without a transactional id may do.
+(the error is raised), or until the producer stops (None). Only at start, and once the
+epoch of the id is exhausted: the next epoch after a failure is taken locally, as
+Java's producer does (:meth:`~aiokafka_lite.idempotence.IdempotenceState.bumped`),
+since Kafka answers any InitProducerId without a transactional id with a new producer
+id, naming the current id and epoch (v3+) or not.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from collections.abc import Callable
 
 from .client import NetworkClient
 from .errors import KafkaConnectionError, KafkaError, error_from_response
-from .idempotence import IdempotenceState
 from .protocol.transactions import InitProducerIdRequest, InitProducerIdResponse
 
 __all__ = ["fetch_producer_id"]
@@ -25,7 +26,6 @@ log = logging.getLogger("aiokafka_lite.producer_id")
 
 async def fetch_producer_id(
     client: NetworkClient,
-    idem: IdempotenceState,
     backoff: float,
     running: Callable[[], bool],
     on_error: Callable[[BaseException | None], None],
@@ -37,24 +37,20 @@ async def fetch_producer_id(
     ``backoff`` (seconds, never zero: a failure before any await would spin) is the
     wait between attempts.
     """
-    refused = False
     while running():
         node_id = client.least_loaded_node(time.monotonic())
-        bump = False  # also when connect() itself fails (e.g. authentication)
         try:
             if node_id is None:
                 raise KafkaConnectionError("no broker is reachable")
             conn = await client.connect(node_id)
-            version = conn.version_for(InitProducerIdRequest)
-            bump = idem.has_producer_id and version >= 3 and not refused
             response: InitProducerIdResponse = await conn.send(
                 InitProducerIdRequest(
                     transactional_id=None,
                     transaction_timeout_ms=60000,
-                    producer_id=idem.producer_id if bump else -1,
-                    producer_epoch=idem.epoch if bump else -1,
+                    producer_id=-1,
+                    producer_epoch=-1,
                 ),
-                version,
+                conn.version_for(InitProducerIdRequest),
             )
             if response.error_code:
                 raise error_from_response(
@@ -62,12 +58,6 @@ async def fetch_producer_id(
                     message="the broker refused a producer id (InitProducerId)",
                 )
         except KafkaError as e:
-            if not e.retriable and bump:
-                # Bumping our epoch was refused: a producer without a
-                # transactional id may simply start over with a new id.
-                log.warning("epoch bump refused (%s); asking for a new producer id", e)
-                refused = True
-                continue
             if not e.retriable:
                 raise
             log.info("InitProducerId failed (%s); retrying", e)

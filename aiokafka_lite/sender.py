@@ -16,7 +16,8 @@ names the topic, partition and the broker's error (:mod:`aiokafka_lite.batch_out
 
 This module is the loop, the Produce requests it builds from drained batches, and the
 idempotent producer's id and epoch (asked for with :mod:`aiokafka_lite.producer_id`
-when none is valid, and renumbering what is queued under a new epoch).
+when there is none, bumped locally after a failure, and renumbering what is queued
+under a new epoch).
 """
 
 from __future__ import annotations
@@ -388,6 +389,15 @@ class Sender:
             return False  # the transaction manager starts (and bumps) epochs
         if idem.bump_needed and self._out.in_flight:
             return False  # a new epoch only once every request of the old one is answered
+        if idem.bump_needed and (bumped := idem.bumped()) is not None:
+            # KIP-360 as Java's idempotent producer does it: the next epoch of the same
+            # id, without a request (Kafka's InitProducerId would hand a producer
+            # without a transactional id a new id, whose numbering nothing relates to
+            # the old one's: a stale request of the old id could still be written after
+            # the new epoch's records). The broker fences the old epoch from then on.
+            self._new_epoch(*bumped)
+            idem.local_epoch = True
+            return True
         if self._pid_task is None:
             self._pid_task = self._tasks.spawn(
                 self._init_producer_id, name="aiokafka_lite.init_producer_id"
@@ -395,13 +405,13 @@ class Sender:
         return False
 
     async def _init_producer_id(self) -> None:
-        """A new producer id or epoch (producer_id.py); a failure no retry fixes is fatal."""
+        """A new producer id (producer_id.py); a failure no retry fixes is fatal."""
         assert self._idem is not None
         # Never zero: a failure before any await (no broker reachable) would spin.
         backoff = max(self._config.retry_backoff_ms, _MIN_LOOP_BACKOFF_MS) / 1000
         try:
             found = await fetch_producer_id(
-                self._client, self._idem, backoff, lambda: self._out.running, self._note_pid_error
+                self._client, backoff, lambda: self._out.running, self._note_pid_error
             )
             if found is not None:
                 self._new_epoch(*found)

@@ -38,6 +38,7 @@ from .structs import OffsetAndMetadata, TopicPartition
 
 __all__ = ["TxnRequests"]
 
+INVALID_TXN_STATE = 48
 OPERATION_NOT_ATTEMPTED = 55
 
 
@@ -177,17 +178,29 @@ class TxnRequests:
         """EndTxn: the coordinator commits (or aborts) the transaction. On transactions
         v2 the answer names the producer id and epoch of the next transaction."""
         what = "EndTxn(commit)" if commit else "EndTxn(abort)"
-        response = await self._to_txn_coordinator(
-            what,
-            what,
-            lambda: EndTxnRequest(
-                transactional_id=self._id,
-                producer_id=self._idem.producer_id,
-                producer_epoch=self._idem.epoch,
-                committed=commit,
-            ),
-            self._cap(EndTxnRequest),
-        )
+        try:
+            response = await self._to_txn_coordinator(
+                what,
+                what,
+                lambda: EndTxnRequest(
+                    transactional_id=self._id,
+                    producer_id=self._idem.producer_id,
+                    producer_epoch=self._idem.epoch,
+                    committed=commit,
+                ),
+                self._cap(EndTxnRequest),
+            )
+        except BrokerResponseError as e:
+            if commit and e.errno == INVALID_TXN_STATE:
+                # What Kafka answers a commit of a transaction it aborted itself (a
+                # transaction open past its timeout, e.g. through a slow failover).
+                raise type(e)(
+                    f"{what} refused: the coordinator has no open transaction of "
+                    f"{self._id!r} to commit; it has most likely aborted it, as it does with "
+                    "a transaction left open longer than transaction_timeout_ms "
+                    f"({self._config.transaction_timeout_ms} ms)"
+                ) from e
+            raise
         assert isinstance(response, EndTxnResponse)
         return response
 

@@ -18,7 +18,11 @@ from txnlog import read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
 from aiokafka_lite.embedded import EmbeddedBroker
-from aiokafka_lite.errors import KafkaTimeoutError, PartitionAbortedError
+from aiokafka_lite.errors import (
+    DeliveryOutcomeUnknownError,
+    KafkaTimeoutError,
+    PartitionAbortedError,
+)
 from aiokafka_lite.protocol.transactions import InitProducerIdRequest
 
 
@@ -212,3 +216,44 @@ async def test_stall_past_request_timeout_drops_the_connection_and_retries_once(
     assert len(outcome.acked) == 800
     assert proxy.connections > connections, "the stalled connection was not replaced"
     assert producer.metrics()["record-retry-total"] > 0
+
+
+async def test_epoch_after_failed_records_on_a_broker_refusing_local_bumps(
+    proxied: tuple[FaultProxy, str],
+) -> None:
+    """Records fail after they were sent (the broker wrote them, its answers never came):
+    the producer bumps its epoch as Java's does, the same id and the next epoch. Tansu
+    refuses such an epoch (PRODUCER_FENCED, where Kafka accepts it), so the producer
+    takes a new producer id instead; the refused batch goes again under it. Nothing is
+    lost, doubled or reordered, and later bumps go straight to a new id."""
+    proxy, bootstrap = proxied
+    topic = await new_topic(bootstrap)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        request_timeout_ms=300,
+        delivery_timeout_ms=1000,
+        retry_backoff_ms=20,
+        linger_ms=2,
+    )
+    await producer.start()
+    idem = producer._sender._idem
+    assert idem is not None
+    futures = [await producer.send(topic, value(i)) for i in range(100)]
+    await asyncio.wait_for(asyncio.gather(*futures), 10)
+    first = (idem.producer_id, idem.epoch)
+    proxy.stall()  # written by the broker, never answered: they fail, maybe written
+    futures += [await producer.send(topic, value(i)) for i in range(100, 200)]
+    await asyncio.wait(futures[100:], timeout=10)
+    assert all(f.done() and f.exception() is not None for f in futures[100:])
+    proxy.resume()
+    futures += [await producer.send(topic, value(i)) for i in range(200, 300)]
+    await asyncio.wait_for(asyncio.gather(*futures[200:]), 10)
+    assert idem.producer_id != first[0], "Tansu took a locally bumped epoch after all?"
+    assert not idem.local_bumps, "the refusal was not remembered"
+    outcome = await check_fault_outcome(
+        producer,
+        futures,
+        confluent_reader(bootstrap, topic),
+        allowed_errors=(KafkaTimeoutError, DeliveryOutcomeUnknownError),
+    )
+    assert sorted(outcome.acked) == [*range(100), *range(200, 300)]

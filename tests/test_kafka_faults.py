@@ -55,10 +55,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.xdist_group("apache_kafka_faults"),
     pytest.mark.timeout(240),
-    # One more try for a case whose fault timing went against it on a loaded machine (a
-    # failover that outlasted a wait); pytest reports the rerun ("R", "rerun" in the
-    # summary), and a case that fails twice fails.
-    pytest.mark.flaky(reruns=1),
 ]
 
 
@@ -84,7 +80,6 @@ async def finish(
     within: float = 60.0,
     key: Callable[[int], bytes | None] | None = None,
     read_back: bool = True,
-    failed_in_order: bool = True,
 ) -> Outcome:
     """Stop the stream, settle every future, stop the producer, check, read back, check."""
     await stream.stop()
@@ -111,9 +106,7 @@ async def finish(
         if isinstance(exc, KafkaTimeoutError):
             assert "last error" in str(exc), f"record {i}: a timeout without its cause: {text}"
     if read_back:
-        await read_back_both(
-            cluster, stream.topic, outcome, key=key, failed_in_order=failed_in_order
-        )
+        await read_back_both(cluster, stream.topic, outcome, key=key)
     return outcome
 
 
@@ -175,22 +168,29 @@ async def test_two_nodes_down_then_back(healthy: KafkaCluster) -> None:
 
     Records sent meanwhile are delivered once the nodes are back, or fail with a named
     error (a delivery timeout naming the partition and what held it back); none
-    acknowledged is lost or doubled.
+    acknowledged is lost or doubled. The outage lasts until records fail, so that the
+    producer bumps its epoch (KIP-360: the same producer id, the next epoch, which
+    fences the old epoch's requests): a record that failed but was written anyway (the
+    survivor had appended it) is still in send order in its partition.
     """
     watch = Watch.begin()
     topic = new_topic(healthy)
     producer = producer_for(healthy, request_timeout_ms=5000, delivery_timeout_ms=20000)
     await producer.start()
     stream = await streaming(producer, topic, keyed)
+    idem = producer._sender._idem
+    assert idem is not None
+    first_id, first_epoch = idem.producer_id, idem.epoch
     used = stream.acked_partitions(0)
     survivor = healthy.node(1)
     down = [n for n in healthy.nodes if n is not survivor]
     for node in down:
         await asyncio.to_thread(healthy.kill, node.node_id)
     outage_start = len(stream.futures)
-    # The outage lasts until 2000 records were sent into it (a few seconds).
-    while len(stream.futures) < outage_start + 2000:  # noqa: ASYNC110 (the stream appends)
-        await asyncio.sleep(0.1)
+    # The outage lasts until a record failed (delivery_timeout_ms after it), at most 60 s.
+    async with asyncio.timeout(60):
+        while not any(f.done() and f.exception() for f in stream.futures[outage_start:]):  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
     for node in down:
         await asyncio.to_thread(healthy.start_node, node.node_id, wait=False)
     await asyncio.to_thread(healthy.wait_ready)
@@ -202,16 +202,16 @@ async def test_two_nodes_down_then_back(healthy: KafkaCluster) -> None:
         watch,
         key=keyed,
         allowed=(KafkaTimeoutError, NotEnoughReplicasError, DeliveryOutcomeUnknownError),
-        # Known gap (1 run in 5): a record that failed here but was written anyway was
-        # once found after later records of its partition. Likely cause: the new epoch
-        # after a failed batch comes from InitProducerId, which for a non-transactional
-        # producer is a new producer id, so a stale request of the old id is not fenced
-        # (Java bumps the epoch of the same id locally). Acknowledged records stay in order.
-        failed_in_order=False,
+        read_back=False,
     )
+    written = await read_back_both(healthy, topic, outcome, key=keyed)  # in send order
     assert survivor.alive
     during = [i for i in outcome.acked if i >= outage_start]
     assert during, "no record sent during the outage was delivered after it"
+    print(f"producer id {first_id} epoch {first_epoch} -> id {idem.producer_id} epoch {idem.epoch}")
+    assert idem.producer_id == first_id, "a new producer id, where KIP-360 bumps the epoch"
+    if written:  # a failed record that had been sent: its sequence number was lost
+        assert idem.epoch > first_epoch, "records failed after they were sent, and no new epoch"
 
 
 async def test_partitions_added_mid_stream(healthy: KafkaCluster) -> None:

@@ -317,9 +317,7 @@ async def test_non_retriable_error_fails_only_the_affected_records(
     env: Env, idempotent: bool, code: int, error: type[Exception]
 ) -> None:
     # Idempotent: a batch that fails for good makes the producer bump its epoch
-    # (InitProducerId v3+ with its id and epoch, KIP-360). Kafka answers with a new
-    # producer id; the mock answers INVALID_PRODUCER_ID_MAPPING, and the producer
-    # asks for a new id instead.
+    # (KIP-360: the same producer id, the next epoch, taken locally as Java does).
     async with started(env, enable_idempotence=idempotent) as producer:
         # One batch for partition 0, refused for good.
         env.cluster.push_errors(API_PRODUCE, [code])
@@ -405,27 +403,30 @@ async def test_send_many_reports_a_refused_batch_and_delivers_the_rest(env: Env)
 # The mock checks sequence numbers only for transactional producers, so it never
 # sends UNKNOWN_PRODUCER_ID or OUT_OF_ORDER_SEQUENCE_NUMBER to an idempotent one on
 # its own: the errors are injected (answered without writing, as Kafka does). What
-# the producer does about them is real: it bumps its epoch with InitProducerId v3+,
-# which the mock refuses (INVALID_PRODUCER_ID_MAPPING: it does not do KIP-360 bumps
-# for non-transactional ids) and the producer then asks for a new producer id.
+# the producer does about them is real: it bumps its epoch itself (the same producer
+# id, the next epoch, as Java's producer does) and numbers from 0 again.
 
 
-async def warm_up(producer: AIOKafkaProducer[bytes, bytes], env: Env) -> int:
-    """One acked record per partition (ids, connections, sequences); the producer id."""
+async def warm_up(producer: AIOKafkaProducer[bytes, bytes], env: Env) -> tuple[int, int]:
+    """One acked record per partition (ids, connections, sequences); (producer id, epoch)."""
     await asyncio.gather(
         *[await producer.send(env.topic, b"-1", partition=p) for p in range(PARTITIONS)]
     )
+    return id_and_epoch(producer)
+
+
+def id_and_epoch(producer: AIOKafkaProducer[bytes, bytes]) -> tuple[int, int]:
     idem = producer._sender._idem
     assert idem is not None and idem.producer_id >= 0
-    return idem.producer_id
+    return idem.producer_id, idem.epoch
 
 
-async def read_producer_ids(env: Env) -> dict[int, set[int]]:
-    """Partition -> producer ids of the batches in its log (read with aiokafka's parser)."""
+async def read_producer_ids(env: Env) -> dict[int, set[tuple[int, int]]]:
+    """Partition -> (producer id, epoch) of the batches in its log (aiokafka's parser)."""
     batches = await read_log_async(env.bootstrap, env.topic, PARTITIONS)
-    ids: dict[int, set[int]] = {}
+    ids: dict[int, set[tuple[int, int]]] = {}
     for b in batches:
-        ids.setdefault(b.partition, set()).add(b.producer_id)
+        ids.setdefault(b.partition, set()).add((b.producer_id, b.producer_epoch))
     return ids
 
 
@@ -454,21 +455,21 @@ async def test_lost_producer_state_starts_a_new_epoch(env: Env, code: int) -> No
     """UNKNOWN_PRODUCER_ID, or a sequence gap with nothing before it pending (the
     unexplained-gap branch): new epoch, queued batches renumbered, all delivered."""
     async with started(env) as producer:
-        old_id = await warm_up(producer, env)
+        old = await warm_up(producer, env)
         env.cluster.push_errors(API_PRODUCE, [code, code])
         futures = [await producer.send(env.topic, v, key=k) for k, v in map(record, range(600))]
         await settle(futures, 15.0)
-        idem = producer._sender._idem
-        assert idem is not None
-        new_id = idem.producer_id
+        new = id_and_epoch(producer)
         retried = producer.metrics()["record-retry-total"]
         await verify_after_warm_up(env, producer, futures, key=lambda i: record(i)[0])
     assert retried > 0, "the injected errors were not seen"
-    assert new_id not in (old_id, -1), "no new producer id after the broker lost our state"
-    # The refused batches went again under the new producer id (InitProducerId again).
+    # KIP-360 as Java's idempotent producer: the same id, a later epoch (one bump per
+    # error seen with nothing in flight: one or two here).
+    assert new[0] == old[0] and old[1] < new[1] <= old[1] + 2, (old, new)
+    # The refused batches went again under the new epoch.
     ids = await read_producer_ids(env)
-    assert any(new_id in s for s in ids.values()), ids
-    assert set().union(*ids.values()) <= {old_id, new_id}, ids
+    assert any(new in s for s in ids.values()), ids
+    assert {pid for pid, _ in set().union(*ids.values())} == {old[0]}, ids
 
 
 async def test_out_of_order_behind_a_retried_batch_waits_for_it(env: Env) -> None:
@@ -477,7 +478,7 @@ async def test_out_of_order_behind_a_retried_batch_waits_for_it(env: Env) -> Non
     async with started(
         env, batch_size=256, linger_ms=2, max_in_flight_requests_per_connection=2
     ) as producer:
-        old_id = await warm_up(producer, env)
+        old = await warm_up(producer, env)
         # Slow answers from partition 0's leader, so two requests are in flight at once:
         # the first is refused (retriable), the one behind it is out of order.
         env.cluster.set_rtt(1, 100)
@@ -486,14 +487,12 @@ async def test_out_of_order_behind_a_retried_batch_waits_for_it(env: Env) -> Non
         )
         futures = [await producer.send(env.topic, value(i), partition=0) for i in range(200)]
         await settle(futures, 15.0)
-        idem = producer._sender._idem
-        assert idem is not None
-        same_id = idem.producer_id
+        same = id_and_epoch(producer)
         retried = producer.metrics()["record-retry-total"]
         env.cluster.set_rtt(1, 0)
         await verify_after_warm_up(env, producer, futures)
     assert retried > 0, "the injected errors were not seen"
-    assert same_id == old_id, "an explained out-of-order answer must not start a new epoch"
+    assert same == old, "an explained out-of-order answer must not start a new epoch"
 
 
 async def test_unanswered_batch_fails_as_outcome_unknown_under_a_new_epoch(env: Env) -> None:
@@ -501,7 +500,7 @@ async def test_unanswered_batch_fails_as_outcome_unknown_under_a_new_epoch(env: 
     under a new epoch: it fails with DeliveryOutcomeUnknownError; the rest goes on."""
     # A long retry backoff: the dropped batch is still waiting when the epoch changes.
     async with started(env, retry_backoff_ms=1000) as producer:
-        old_id = await warm_up(producer, env)
+        old = await warm_up(producer, env)
         leaders = env.leaders()
         p0, p1 = 0, next(p for p in range(PARTITIONS) if leaders[p] != leaders[0])
         # The next two Produce requests (to two brokers): one connection is dropped
@@ -514,17 +513,15 @@ async def test_unanswered_batch_fails_as_outcome_unknown_under_a_new_epoch(env: 
         await settle(futures, 15.0)
         for i in range(2, 200):
             futures.append(await producer.send(env.topic, value(i), partition=i % PARTITIONS))
-        idem = producer._sender._idem
-        assert idem is not None
         outcome = await verify_after_warm_up(
             env, producer, futures, allowed_errors=(DeliveryOutcomeUnknownError,)
         )
-        new_id = idem.producer_id
+        new = id_and_epoch(producer)
     assert len(outcome.failed) == 1, outcome.failed
     ((i, exc),) = outcome.failed.items()
     assert i in (0, 1)
     assert env.topic in str(exc) and "may or may not have been written" in str(exc)
-    assert new_id not in (old_id, -1)
+    assert new[0] == old[0] and new[1] > old[1], (old, new)  # the next epoch of the same id
     assert set(outcome.acked) == set(range(200)) - {i}
 
 

@@ -46,7 +46,7 @@ __all__ = [
     "rss_mb",
 ]
 
-STOP_SLACK = 4.0  # stop(timeout) may overrun by this much (closing sockets, tasks; a loaded machine)
+STOP_SLACK = 4.0  # stop(timeout) may overrun by this much (closing sockets, tasks; load)
 _TESTS_DIR = str(Path(__file__).resolve().parent)
 
 

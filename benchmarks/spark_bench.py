@@ -31,6 +31,11 @@ partitions = 2 tasks, one per executor), each into its own fresh 8-partition top
   (``rate-micro-batch``, 2 partitions, the same keys and values), at-least-once and
   with ``exactlyOnce`` (one transaction per task and micro-batch); the clock includes
   the query's start.
+* ``no-op data source`` and ``spark noop sink`` (not run unless named in
+  ``--variants``): what a write costs without Kafka. A Python data source whose
+  Arrow writer reads every batch and sends nothing (Spark's planning worker, task
+  workers and commit worker, as for ``format("aiokafka_lite")``), and Spark's own
+  ``format("noop")`` (no Python at all): the ceiling of each kind of sink here.
 * ``kafka-python`` (not run unless named in ``--variants``): ``df.foreachPartition``
   with one ``kafka.KafkaProducer`` per task, ``send()`` per Row, ``flush()``.
 
@@ -198,6 +203,37 @@ def run_kafka_python(df: Any, topic: str, bootstrap: str) -> int:
     return int(delivered.value)
 
 
+def run_noop_data_source(df: Any, topic: str, bootstrap: str) -> int:
+    df.write.format("aiokafka_lite_bench_noop").mode("append").save()
+    return int(df.count())
+
+
+def run_spark_noop(df: Any, topic: str, bootstrap: str) -> int:
+    df.write.format("noop").mode("overwrite").save()
+    return int(df.count())
+
+
+def noop_data_source() -> type:
+    """A Python data source whose writer reads every Arrow batch and writes nothing."""
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    class NoopWriter(DataSourceArrowWriter):
+        def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+            for _ in iterator:
+                pass
+            return WriterCommitMessage()
+
+    class NoopDataSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "aiokafka_lite_bench_noop"
+
+        def writer(self, schema: Any, overwrite: bool) -> NoopWriter:
+            return NoopWriter()
+
+    return NoopDataSource
+
+
 STREAM_BATCHES = 4
 
 
@@ -255,6 +291,8 @@ VARIANTS: dict[str, Variant] = {
     "confluent-kafka": run_confluent(idempotent=False),  # librdkafka's default
     "confluent-kafka (idem. on)": run_confluent(idempotent=True),
     "kafka-python": run_kafka_python,
+    "no-op data source": run_noop_data_source,
+    "spark noop sink": run_spark_noop,
     "stream": run_stream(exactly_once=False),
     "stream (exactly once)": run_stream(exactly_once=True),
 }
@@ -356,6 +394,7 @@ def session(master: str, executor_memory: str, jars: list[str]) -> Any:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(noop_data_source())
     return spark
 
 

@@ -395,3 +395,62 @@ class _Row:
 
     def asDict(self) -> dict[str, Any]:  # noqa: N802 (pyspark's Row method)
         return dict(self.values)
+
+
+# -- the task's batch reader ---------------------------------------------------------
+
+
+async def test_batch_reader_reads_one_batch_ahead_in_order_and_closes_cleanly() -> None:
+    """Every batch, in order, each next one read (in a thread) while the caller holds
+    the last, never more than one ahead; close waits for the read under way."""
+    import asyncio
+    import threading
+
+    from aiokafka_lite.spark.task import BatchReader
+
+    taken: list[int] = []
+    threads: set[int] = set()
+    release = threading.Event()
+
+    def source() -> Any:
+        for i in range(4):
+            if i == 3:
+                release.wait(5)  # the last read is still under way when close() is called
+            threads.add(threading.get_ident())
+            taken.append(i)
+            yield i
+
+    reader = BatchReader(source(), first=-1)
+    assert await reader.next() == -1  # the batch read before the reader, first
+    got = []
+    for _ in range(3):
+        got.append(await reader.next())
+        await asyncio.sleep(0.05)
+        assert len(taken) <= got[-1] + 2  # at most one batch read ahead
+    assert got == [0, 1, 2]
+    assert threading.get_ident() not in threads  # read in threads, not on the loop
+    closing = asyncio.ensure_future(reader.close())
+    await asyncio.sleep(0.05)
+    assert not closing.done()  # waits for the read of batch 3
+    release.set()
+    await closing
+    assert taken == [0, 1, 2, 3]
+
+
+async def test_batch_reader_ends_at_the_end_and_raises_the_source_error() -> None:
+    from aiokafka_lite.spark.task import BatchReader
+
+    reader = BatchReader(iter([1]))
+    assert await reader.next() == 1
+    assert await reader.next() is None
+    await reader.close()
+
+    def failing() -> Any:
+        yield 1
+        raise ValueError("the JVM went away")
+
+    reader = BatchReader(failing())
+    assert await reader.next() == 1
+    with pytest.raises(ValueError, match="the JVM went away"):
+        await reader.next()
+    await reader.close()

@@ -244,7 +244,7 @@ def _size_bound(key: bytes | None, value: bytes | None, headers: Any) -> int:
 async def write_batches(
     producer: AIOKafkaProducer[Any, Any],
     plan: Plan,
-    batches: Iterator[pa.RecordBatch],
+    batches: Iterator[pa.RecordBatch] | BatchReader,
     report: TaskReport,
 ) -> None:
     """Convert and send every Arrow batch, then wait for every delivery (into ``report``).
@@ -252,8 +252,9 @@ async def write_batches(
     The compiled build appends the rows from the Arrow buffers (:mod:`.arrow_rows`)
     where it can; the pure build converts each batch to Python lists first.
 
-    The next batch is read in a thread: Spark computes it (or reads it from the JVM)
-    while this loop's producer keeps sending and taking answers.
+    The next batch is read in a thread (:class:`BatchReader`): Spark computes it (or
+    reads it from the JVM) while this loop encodes the last one and its producer keeps
+    sending and taking answers.
     """
     writer = TaskWriter(producer, plan, report)
     converter = Converter(plan)
@@ -261,11 +262,62 @@ async def write_batches(
     from .arrow_rows import ArrowPath
 
     fast = ArrowPath.for_task(writer, converter)  # None: the pure build, or another plan
-    while (batch := await asyncio.to_thread(next, batches, None)) is not None:
-        report.rows += batch.num_rows
-        if fast is None or not await fast.write(batch):
-            await writer.write(converter.convert(batch))
+    reader = batches if isinstance(batches, BatchReader) else BatchReader(batches)
+    try:
+        while (batch := await reader.next()) is not None:
+            report.rows += batch.num_rows
+            if fast is None or not await fast.write(batch):
+                await writer.write(converter.convert(batch))
+    finally:
+        await reader.close()
     await writer.finish(producer.config.delivery_timeout_ms / 1000)
+
+
+class BatchReader:
+    """A task's Arrow batches, each read in a thread while the one before is written.
+
+    Spark's iterator reads a batch from the JVM (or computes it): one read is always
+    under way, so the JVM streams the next batch while this loop encodes and sends
+    the last one. One thread at a time touches the iterator; ``close`` waits for the
+    read under way, so none is left running after the task's write.
+    """
+
+    def __init__(
+        self, batches: Iterator[pa.RecordBatch], first: pa.RecordBatch | None = None
+    ) -> None:
+        self._batches = batches
+        self._first = first  # a batch read already, returned by the first next()
+        self._reading: asyncio.Future[pa.RecordBatch | None] | None = None
+
+    def prefetch(self) -> None:
+        """Start reading the next batch (if no read is under way)."""
+        if self._reading is None:
+            self._reading = asyncio.ensure_future(asyncio.to_thread(next, self._batches, None))
+
+    async def next(self) -> pa.RecordBatch | None:
+        """The next batch (None: the end); the read of the one after starts at once."""
+        if self._first is not None:
+            batch, self._first = self._first, None
+            self.prefetch()
+            return batch
+        self.prefetch()
+        assert self._reading is not None
+        try:
+            batch = await asyncio.shield(self._reading)
+        finally:
+            if self._reading.done():
+                self._reading = None
+        if batch is not None:
+            self.prefetch()
+        return batch
+
+    async def close(self) -> None:
+        """Wait for a read under way (its batch is dropped, its error ignored)."""
+        reading, self._reading = self._reading, None
+        if reading is not None:
+            await asyncio.wait([reading])
+            if not reading.cancelled():
+                reading.exception()  # retrieved: not logged as never retrieved
 
 
 def producer_options(config: dict[str, Any]) -> dict[str, Any]:
@@ -280,17 +332,15 @@ async def _produce(plan: Plan, batches: Iterator[pa.RecordBatch], report: TaskRe
     if first is None:
         return  # an empty partition: no connection at all
     producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(**producer_options(plan.config))
-    await producer.start()
+    reader = BatchReader(batches, first)
+    reader.prefetch()  # the second batch streams in while the producer connects
     try:
-        await write_batches(producer, plan, _chain(first, batches), report)
+        await producer.start()
+        await write_batches(producer, plan, reader, report)
     finally:
+        await reader.close()
         await producer.stop()
         await asyncio.sleep(0)  # let the last delivery callbacks run
-
-
-def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    yield first
-    yield from rest
 
 
 def run_task(plan: Plan, batches: Iterable[pa.RecordBatch]) -> TaskReport:

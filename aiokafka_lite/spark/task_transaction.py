@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..producer import AIOKafkaProducer
 from .exactly_once import SINK_GROUP_PREFIX, SINK_METADATA, next_batch_id
 from .summary import TaskReport
-from .task import producer_options, run, write_batches
+from .task import BatchReader, producer_options, run, write_batches
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -100,23 +100,35 @@ async def _transaction(
     marker = TopicPartition(plan.topic, 0)
     config: dict[str, Any] = {**producer_options(plan.config), "transactional_id": transactional_id}
     producer: AIOKafkaProducer[Any, Any] = AIOKafkaProducer(**config)
-    # InitProducerId first: it ends what an earlier attempt left open and fences it, so
-    # the marker read next is final.
-    await producer.start()
+    reader = BatchReader(batches)
+    # Reading the task's rows writes nothing: the first batch streams in from the JVM
+    # while the producer starts and the marker is read.
+    reader.prefetch()
     try:
+        # InitProducerId first: it ends what an earlier attempt left open and fences
+        # it, so the marker read next is final.
+        await producer.start()
         if await next_batch_id(plan, group_id, marker, producer.config.max_block_ms) > batch_id:
             report.skipped = True
             # Spark still streams the task's rows: read them, send none.
-            while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+            while (batch := await reader.next()) is not None:
                 report.rows += batch.num_rows
             return
         try:
             async with producer.transaction():
-                await write_batches(producer, plan, batches, report)
+                # The marker goes into the transaction while the rows are written: it
+                # commits with them or, if a row fails, is aborted with them.
+                offset = OffsetAndMetadata(batch_id + 1, SINK_METADATA)
+                marking = asyncio.ensure_future(
+                    producer.send_offsets_to_transaction({marker: offset}, group_id)
+                )
+                try:
+                    await write_batches(producer, plan, reader, report)
+                finally:
+                    await asyncio.wait([marking])
+                marking.result()  # its error aborts the transaction
                 if report.rows_failed:
                     raise _RowsFailedError
-                offset = OffsetAndMetadata(batch_id + 1, SINK_METADATA)
-                await producer.send_offsets_to_transaction({marker: offset}, group_id)
         except _RowsFailedError:
             # Aborted: none of the task's rows is committed. The driver's commit raises
             # KafkaWriteError naming them; the batch is not marked done, and a restart
@@ -125,5 +137,6 @@ async def _transaction(
             report.rows_sent = 0
             report.first_error = f"{report.first_error}; the task's transaction was aborted"
     finally:
+        await reader.close()
         await producer.stop()
         await asyncio.sleep(0)

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from .backoff import backoff_delay
 from .client import NetworkClient
 from .errors import KafkaConnectionError, KafkaError, error_from_response
 from .protocol.transactions import InitProducerIdRequest, InitProducerIdResponse
@@ -26,7 +27,7 @@ log = logging.getLogger("aiokafka_lite.producer_id")
 
 async def fetch_producer_id(
     client: NetworkClient,
-    backoff: float,
+    backoff_ms: tuple[float, float],
     running: Callable[[], bool],
     on_error: Callable[[BaseException | None], None],
 ) -> tuple[int, int] | None:
@@ -34,9 +35,12 @@ async def fetch_producer_id(
 
     Raises the KafkaError no retry can fix. ``on_error`` is told why each attempt
     failed (and None once one worked), so that records held back can say why.
-    ``backoff`` (seconds, never zero: a failure before any await would spin) is the
-    wait between attempts.
+    ``backoff_ms`` (``retry_backoff_ms``, ``retry_backoff_max_ms``; never zero: a failure
+    before any await would spin) sets the wait between attempts, doubling with each
+    failure in a row as Java's (KIP-580): a broker whose answers we cannot use is not
+    asked again every ``retry_backoff_ms``.
     """
+    failures = 0
     while running():
         node_id = client.least_loaded_node(time.monotonic())
         try:
@@ -62,13 +66,12 @@ async def fetch_producer_id(
                 raise
             log.info("InitProducerId failed (%s); retrying", e)
             on_error(e)
-            await asyncio.sleep(backoff)
-            continue
         except Exception as e:  # not the broker's doing: retried, never lost
             log.warning("InitProducerId failed (%r); retrying", e)
             on_error(e)
-            await asyncio.sleep(backoff)
-            continue
-        on_error(None)
-        return response.producer_id, response.producer_epoch
+        else:
+            on_error(None)
+            return response.producer_id, response.producer_epoch
+        failures += 1
+        await asyncio.sleep(backoff_delay(*backoff_ms, failures))
     return None

@@ -408,7 +408,10 @@ class Sender:
         """A new producer id (producer_id.py); a failure no retry fixes is fatal."""
         assert self._idem is not None
         # Never zero: a failure before any await (no broker reachable) would spin.
-        backoff = max(self._config.retry_backoff_ms, _MIN_LOOP_BACKOFF_MS) / 1000
+        backoff = (
+            max(self._config.retry_backoff_ms, _MIN_LOOP_BACKOFF_MS),
+            max(self._config.retry_backoff_max_ms, _MIN_LOOP_BACKOFF_MS),
+        )
         try:
             found = await fetch_producer_id(
                 self._client, backoff, lambda: self._out.running, self._note_pid_error

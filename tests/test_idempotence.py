@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 from faultproxy import FaultProxy
+from scripted_broker import ReceivedRequest, answer
+from scripted_cluster import INIT_PRODUCER_ID, LogCluster
 from test_faults_checks import check_fault_outcome, confluent_reader, value
 from txnlog import read_log_async
 
@@ -20,10 +23,11 @@ from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     DeliveryOutcomeUnknownError,
+    KafkaError,
     KafkaTimeoutError,
     PartitionAbortedError,
 )
-from aiokafka_lite.protocol.transactions import InitProducerIdRequest
+from aiokafka_lite.protocol.transactions import InitProducerIdRequest, InitProducerIdResponse
 
 
 @pytest.fixture
@@ -257,3 +261,36 @@ async def test_epoch_after_failed_records_on_a_broker_refusing_local_bumps(
         allowed_errors=(KafkaTimeoutError, DeliveryOutcomeUnknownError),
     )
     assert sorted(outcome.acked) == [*range(100), *range(200, 300)]
+
+
+async def test_producer_id_retries_back_off_exponentially() -> None:
+    """A broker that keeps refusing InitProducerId (a retriable error, so the producer
+    keeps asking) is asked with waits that double from ``retry_backoff_ms`` up to
+    ``retry_backoff_max_ms`` (KIP-580, as Java's), not every ``retry_backoff_ms``: 20 ms,
+    40, 80, ... 1 s is about 7 requests in 2.5 s, where a fixed 20 ms wait makes over
+    100. A scripted broker: no real one can be made to refuse producer ids on demand."""
+    coordinator_not_available = 15  # retriable
+
+    def refuse(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
+        return answer(req, InitProducerIdResponse(error_code=coordinator_not_available))
+
+    cluster = LogCluster(topics={"t": 1}, hooks={INIT_PRODUCER_ID: refuse})
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address,
+            enable_idempotence=True,
+            retry_backoff_ms=20,
+            retry_backoff_max_ms=1000,
+            max_block_ms=2500,
+            delivery_timeout_ms=2500,
+            request_timeout_ms=2000,
+        )
+        await producer.start()
+        try:
+            fut = await producer.send("t", b"v")
+            with pytest.raises(KafkaError):
+                await fut  # no producer id ever came: the record expires, naming why
+        finally:
+            await producer.stop(1)
+    asked = cluster.counts.get(INIT_PRODUCER_ID, 0)
+    assert 3 <= asked <= 15, f"{asked} InitProducerId requests in about 2.5 s"

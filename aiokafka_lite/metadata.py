@@ -6,15 +6,22 @@ version that goes up with every update, a need-update flag, the topics in use
 (``retry_backoff_ms`` between attempts, doubling up to ``retry_backoff_max_ms``
 while they keep failing; ``metadata_max_age_ms`` between refreshes). It performs
 no I/O: the client fetches, this class decides when and what, and ``send()``
-awaits the version bump (a future per waiter).
+awaits the version bump.
+
+Waiting is Java's ``awaitUpdate`` with an :class:`asyncio.Condition` in place of
+``wait()``/``notifyAll()``. Some updates arrive in synchronous code (a Produce
+answer's leader hint, ``stop()``'s teardown, a test calling :meth:`Metadata.update`),
+and ``notify_all()`` wants the condition's lock held; :func:`_held` takes it there
+without awaiting, which is safe because no holder ever awaits while holding it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .backoff import backoff_delay
 from .cluster import Cluster, Node, PartitionInfo
@@ -53,7 +60,8 @@ class Metadata:
         self._max_age = max_age_ms / 1000
         self._topic_idle = topic_idle_ms / 1000
         self._topics: dict[str, float] = {}  # topic -> last used (monotonic)
-        self._waiters: set[asyncio.Future[None]] = set()
+        # Bound to the loop on the first wait; replaced by an unbound one on close.
+        self._updated = asyncio.Condition()
         self._closed: BaseException | None = None  # set once the producer is closing
         self.last_error: BaseException | None = None
 
@@ -212,34 +220,51 @@ class Metadata:
     # -- waiting ----------------------------------------------------------------
 
     def _notify(self) -> None:
-        # Updates arrive from callbacks: each waiter is a future, woken in place
-        # (no lock to take, so no task to run for it).
-        waiters, self._waiters = self._waiters, set()
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        with _held(self._updated):
+            self._updated.notify_all()
 
     def close_waiters(self, error: BaseException) -> None:
         """Make every current and later :meth:`wait_for_update` raise (a copy of) ``error``."""
         self._closed = error
-        waiters, self._waiters = self._waiters, set()
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_exception(_fresh(error))
+        self._notify()
+        # The woken waiters hold the old condition until they leave it; this object keeps
+        # no reference to the loop.
+        self._updated = asyncio.Condition()
 
     async def wait_for_update(self, version: int, timeout: float) -> None:
         """Wait until the version passes ``version`` or an update fails (or timeout)."""
         error = self.last_error
-        async with asyncio.timeout(timeout):
+        updated = self._updated
+        async with asyncio.timeout(timeout), updated:
             while self.version <= version and self.last_error is error:
                 if self._closed is not None:
                     raise _fresh(self._closed)
-                waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                self._waiters.add(waiter)
-                try:
-                    await waiter
-                finally:
-                    self._waiters.discard(waiter)
+                await updated.wait()
+
+
+@contextlib.contextmanager
+def _held(condition: asyncio.Condition) -> Iterator[None]:
+    """Hold ``condition``'s lock in synchronous code on the loop's thread (for ``notify_all()``).
+
+    Every holder of the metadata condition's lock leaves it without awaiting in
+    between (``Condition.wait()`` releases it before it suspends and takes it back in
+    the step it resumes in), so whenever other code runs the lock is free with no
+    task queued for it, and ``acquire()`` takes it without suspending: its coroutine
+    finishes on the first step. If it ever did not, the invariant broke: that is an
+    error, not a wait.
+    """
+    acquiring = condition.acquire()
+    try:
+        acquiring.send(None)
+    except StopIteration:
+        pass
+    else:
+        acquiring.close()
+        raise RuntimeError("the metadata condition's lock is held across an await")
+    try:
+        yield
+    finally:
+        condition.release()
 
 
 async def wait_on_metadata(

@@ -301,6 +301,90 @@ async def test_waiter_times_out_without_an_update() -> None:
     assert md.version == version
 
 
+async def test_a_cancelled_waiter_leaves_the_others_and_later_updates_unharmed() -> None:
+    md = _metadata()
+    version = md.request_update()
+    waiters = [asyncio.create_task(md.wait_for_update(version, 10)) for _ in range(3)]
+    await asyncio.sleep(0.01)
+    waiters[1].cancel()
+    await asyncio.sleep(0.01)
+    assert waiters[1].cancelled() and not waiters[0].done() and not waiters[2].done()
+    md.update(_cluster_with("t"), now=1.0)  # a cancelled waiter left the lock free
+    await asyncio.wait_for(asyncio.gather(waiters[0], waiters[2]), 10)
+    # A timed-out waiter leaves nothing behind either: the next one is woken as usual.
+    with pytest.raises(TimeoutError):
+        await md.wait_for_update(md.version, 0.01)
+    waiter = asyncio.create_task(md.wait_for_update(md.version, 10))
+    await asyncio.sleep(0.01)
+    md.failed_update(KafkaConnectionError("down"))
+    await asyncio.wait_for(waiter, 10)
+
+
+async def test_a_leader_hint_in_a_callback_wakes_the_waiters() -> None:
+    # A Produce answer is handled in synchronous code: it notifies all the same.
+    md = _metadata()
+    md.update(_cluster_with("t"), now=1.0)
+    version = md.request_update()
+    waiter = asyncio.create_task(md.wait_for_update(version, 10))
+    await asyncio.sleep(0.01)
+    moved: list[bool] = []
+    asyncio.get_running_loop().call_soon(
+        lambda: moved.append(md.move_leader("t", 0, 1, 9, Node(1, "h1", 9091)))
+    )
+    await asyncio.wait_for(waiter, 10)
+    assert moved == [True] and md.version == version + 1
+
+
+async def test_close_wakes_every_waiter_with_its_own_error_and_lets_go_of_the_loop() -> None:
+    md = _metadata()
+    version = md.request_update()
+    waiters = [asyncio.create_task(md.wait_for_update(version, 10)) for _ in range(2)]
+    await asyncio.sleep(0.01)
+    error = KafkaTimeoutError("closing")
+    # stop()'s teardown, or a dropped producer's, closes the waiters in synchronous code.
+    asyncio.get_running_loop().call_soon(md.close_waiters, error)
+    raised = await asyncio.wait_for(asyncio.gather(*waiters, return_exceptions=True), 10)
+    assert all(type(e) is KafkaTimeoutError and e.args == ("closing",) for e in raised)
+    assert raised[0] is not raised[1] and error not in raised  # one instance each
+    with pytest.raises(KafkaTimeoutError, match="closing"):
+        await md.wait_for_update(version, 10)  # later waits fail at once
+    assert not _reaches(md, asyncio.get_running_loop())
+
+
+async def test_a_notifier_inside_a_held_lock_fails_loudly_and_leaves_no_waiter() -> None:
+    """The synchronous notify relies on no holder awaiting while it holds the lock; code
+    that broke that rule gets an error instead of a hang, and the lock stays usable."""
+    md = _metadata()
+    condition = md._updated
+    async with condition:
+        await asyncio.sleep(0)  # holding the lock across an await: the rule broken
+        with pytest.raises(RuntimeError, match="held across an await"):
+            md.failed_update(KafkaConnectionError("down"))
+    version = md.request_update()
+    waiter = asyncio.create_task(md.wait_for_update(version, 10))
+    await asyncio.sleep(0.01)
+    md.update(_cluster_with(), now=1.0)
+    await asyncio.wait_for(waiter, 10)
+
+
+def _reaches(root: object, target: object) -> bool:
+    """Whether ``target`` is reachable from ``root`` through instance data (not classes,
+    modules or functions, which reach everything)."""
+    import gc
+    import types
+
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+    seen, todo = {id(root)}, [root]
+    while todo:
+        for ref in gc.get_referents(todo.pop()):
+            if ref is target:
+                return True
+            if id(ref) not in seen and not isinstance(ref, skip):
+                seen.add(id(ref))
+                todo.append(ref)
+    return False
+
+
 # -- NetworkClient: refresh timing and the least-loaded node -----------------------------------
 
 

@@ -22,50 +22,9 @@ and confluent-kafka; also in ``aiokafka-lite broker --help`` and the quickstart)
   aiokafka), depending on how they were batched. Every record is there: count what a
   consumer reads instead.
 
-Tansu facts (v0.6.0-510f3e2, memory storage), found experimentally; keep them in mind when
-writing tests against it:
-
-* Startup: the port accepts connections ~5-50 ms after spawn; clients can be used at once.
-* Metadata for an unknown topic AUTO-CREATES it (4 partitions); producing to an unknown
-  topic (confluent, aiokafka) therefore also auto-creates it. CreateTopics honours
-  ``num_partitions`` (``-1`` gives 3), answers in ~1-5 ms, and the topic can be produced to
-  immediately afterwards (no wait needed). A duplicate create returns TOPIC_ALREADY_EXISTS.
-  DeleteTopics works. Broker node id is 111, cluster id ``tansu_cluster``.
-* Keys, values (including ``b""`` vs null), headers (order, duplicates, null header values)
-  and explicit CreateTime timestamps are preserved; none/gzip/snappy/lz4/zstd batches are
-  accepted and CRCs verify with ``check.crcs``. ``message.timestamp.type=LogAppendTime`` is
-  stored as a topic config but IGNORED: records keep their CreateTime timestamp.
-* Idempotent producers (InitProducerId), acks=0/1/all all work. Supported API maxima include
-  Produce v11, Fetch v17, ListOffsets v9, Metadata v12, CreateTopics v7, ApiVersions v4.
-* QUIRK: ListOffsets(latest) ("high watermark") returns the base offset of the LAST BATCH
-  + 1, not the log-end offset (a single 5-record batch reports 1). Never use watermarks to
-  decide "all records are there"; read until the expected count instead. Fetch itself
-  returns every record, also when started mid-batch.
-* QUIRK: librdkafka's classic consumer-group subscribe() hangs in JoinGroup (nothing read
-  in 20 s with defaults; ~3 s with ``max.poll.interval.ms=7000``): use ``assign()`` with
-  explicit offsets. aiokafka's group join works at once.
-* QUIRK: on SIGTERM Tansu drains for a fixed 5 s whenever any client connection is still
-  open; SIGINT exits immediately (rc 0). :meth:`EmbeddedBroker.stop` therefore sends SIGINT.
-* If the listen port is taken Tansu prints "listening on ..." and then panics with
-  AddrInUse, so a port that accepts connections may belong to *another* process;
-  :meth:`EmbeddedBroker.start` refuses an explicit port that is already accepting.
-* SECURITY: ``--cert``/``--key`` are accepted but the listener stays plaintext (the CLI
-  even rejects both together: "'--cert' cannot be used with '--key'"); a TLS ClientHello
-  is read as a Kafka frame. Tests put a TLS-terminating proxy in front instead.
-  ``--authentication`` makes every request before SASL fail (NotAuthenticated, connection
-  closed). Its SaslHandshake answer echoes the mechanism asked for (SCRAM-SHA-256/512,
-  also OAUTHBEARER, whose SaslAuthenticate then fails: "SASL Authentication failed.");
-  for PLAIN it closes the connection (NoSharedMechanism) instead of answering
-  UNSUPPORTED_SASL_MECHANISM. ``tansu user create`` talks to a running broker over the
-  Kafka protocol (AlterUserScramCredentials), unauthenticated, so an authenticating
-  broker refuses it ("early eof"), also after a SaslHandshake; a broker without
-  ``--authentication`` accepts it but refuses every SASL mechanism
-  (UNSUPPORTED_SASL_MECHANISM). Storage engines are only ``memory://`` and ``s3://``;
-  with one S3 bucket (moto) shared by both kinds of broker, nothing is written on user
-  create and the authenticating broker answers unknown-user. So an authenticated Tansu
-  with a user cannot be had; it can show authentication failures.
-* Restarting on the same port right after SIGKILL works (the port is immediately reusable).
-  Memory storage means every restart starts EMPTY (no topics, no records).
+On SIGTERM Tansu drains for a fixed 5 s whenever a client connection is still open;
+SIGINT exits at once, so :meth:`EmbeddedBroker.stop` sends SIGINT. Storage is in memory:
+every start begins empty.
 """
 
 from __future__ import annotations
@@ -75,16 +34,16 @@ import contextlib
 import importlib
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
+
+from ._processes import HARD_KILL, end_group, log_tail, spawn
 
 __all__ = ["EmbeddedBroker"]
 
@@ -93,17 +52,9 @@ _INSTALL_HINT = (
     '(or, in a clone of the repository, pip install -e ".[broker]")'
 )
 log = logging.getLogger("aiokafka_lite.embedded")
-_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _POLL_INTERVAL = 0.005
 _CONNECT_TIMEOUT = 0.25
 _TAIL_BYTES = 4096
-
-# Signal for an immediate, uncatchable stop (None: Popen.kill(), i.e. TerminateProcess).
-_HARD_KILL: signal.Signals | None
-if sys.platform == "win32":
-    _HARD_KILL = None
-else:
-    _HARD_KILL = signal.SIGKILL
 
 
 def _free_port(host: str) -> int:
@@ -209,7 +160,7 @@ class EmbeddedBroker:
         authentication: bool = False,
     ) -> None:
         # authentication: start Tansu with --authentication (SASL/SCRAM-SHA-256 required).
-        # See the module docstring: no user can be created in such a broker.
+        # Tansu cannot create a user in such a broker: it shows authentication failures only.
         self._authentication = authentication
         # advertised_port: what metadata tells clients to connect to, when it is
         # not the listen port (e.g. a proxy in front of the broker).
@@ -290,7 +241,7 @@ class EmbeddedBroker:
                     log.info("broker started at %s (pid %s)", self.bootstrap_servers, self.pid)
                     return self
             except BaseException:
-                self._terminate(_HARD_KILL, None)
+                self._terminate(HARD_KILL, None)
                 raise
             # The process exited. A just-freed port can briefly fail to bind: retry that.
             tail = self._log_tail()
@@ -312,7 +263,7 @@ class EmbeddedBroker:
 
     def kill(self) -> None:
         """SIGKILL the broker immediately (simulates a crashed broker); keeps the port."""
-        self._terminate(_HARD_KILL, None)
+        self._terminate(HARD_KILL, None)
 
     def restart(self) -> Self:
         """Stop (if running) and start again on the same port. Storage starts empty."""
@@ -380,32 +331,12 @@ class EmbeddedBroker:
             self._owns_log = True
         env = dict(os.environ)
         env.setdefault("NO_COLOR", "1")  # plain log lines, no ANSI escapes
-        # O_APPEND: the child's writes always land at the end, and we read the tail through
-        # a separate handle, so nothing shares a file offset with the broker.
-        with open(self._log_file, "ab") as log:
-            self._log_start = log.seek(0, os.SEEK_END)
-            try:
-                if sys.platform == "win32":
-                    self._proc = subprocess.Popen(
-                        self._command(binary),
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        env=env,
-                        creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
-                    )
-                else:
-                    self._proc = subprocess.Popen(
-                        self._command(binary),
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        env=env,
-                        start_new_session=True,  # own process group: killpg cleans up fully
-                    )
-            except OSError as exc:
-                self._reap()
-                raise RuntimeError(f"could not launch broker binary {binary!r}: {exc}") from exc
+        self._log_start = os.path.getsize(self._log_file) if os.path.exists(self._log_file) else 0
+        try:
+            self._proc = spawn(self._command(binary), self._log_file, env)
+        except OSError as exc:
+            self._reap()
+            raise RuntimeError(f"could not launch broker binary {binary!r}: {exc}") from exc
 
     def _wait_until_ready(self, deadline: float) -> bool:
         """True once the port accepts connections; False if the process exited first."""
@@ -414,7 +345,8 @@ class EmbeddedBroker:
         while True:
             if proc.poll() is not None:
                 return False
-            # Guard against a listener that is not ours (see module docstring): it is
+            # Guard against a listener that is not ours (Tansu prints "listening" and then
+            # panics with AddrInUse when the port is taken): it is
             # ready once it holds the listening socket itself.
             if _accepts_connections(self._host, self.port) and _listens_on(proc.pid, self.port):
                 return proc.poll() is None
@@ -431,46 +363,24 @@ class EmbeddedBroker:
     def _log_tail(self) -> str:
         if self._log_file is None:
             return ""
-        try:
-            with open(self._log_file, "rb") as log:
-                end = log.seek(0, os.SEEK_END)
-                start = max(self._log_start, end - _TAIL_BYTES)
-                log.seek(start)
-                data = log.read(end - start)
-        except OSError:
-            return ""
-        return _ANSI_RE.sub("", data.decode("utf-8", "replace")).strip()
+        return log_tail(self._log_file, self._log_start, _TAIL_BYTES)
 
     def _fail(self, reason: str) -> None:
         tail = self._log_tail()
         cmd = " ".join(self._command(self._resolved_binary))
         where = f" (full log: {self._log_path})" if self._log_path else ""
-        self._terminate(_HARD_KILL, None)
+        self._terminate(HARD_KILL, None)
         raise RuntimeError(
             f"EmbeddedBroker failed to start: {reason}\n"
             f"command: {cmd}\n"
             f"--- broker log tail{where} ---\n{tail or '<empty>'}"
         )
 
-    def _signal(self, proc: subprocess.Popen[bytes], sig: signal.Signals | None) -> None:
-        if proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if sys.platform == "win32" or sig is None:
-                proc.kill()
-            else:
-                os.killpg(proc.pid, sig)  # pgid == pid thanks to start_new_session
-
     def _terminate(self, sig: signal.Signals | None, grace: float | None) -> None:
         """Send ``sig``, wait ``grace`` s (None: forever), then hard-kill; always reaps."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            self._signal(proc, sig)
-            try:
-                proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                self._signal(proc, _HARD_KILL)
-                proc.wait()
+            end_group(proc, sig, grace)
             log.info("broker at %s:%s stopped (exit %s)", self._host, self._port, proc.returncode)
         self._reap()
 

@@ -11,7 +11,8 @@ log, kept whole in the session's temporary directory. Without Java or Maven the 
 tests skip with the reason. A test that needs Tansu itself (it kills or restarts its broker
 through ``fresh_broker``, or checks a Tansu-only behaviour) says so with
 ``@pytest.mark.tansu_only("why")`` and runs on Tansu alone; one that needs what only
-Apache Kafka does, ``@pytest.mark.kafka_only("why")``.
+Apache Kafka does, ``@pytest.mark.kafka_only("why")``. What Tansu does differently,
+found by trying it, is in ``tests/tansu.md``: read it before writing a test against Tansu.
 Topics are created with an independent client (confluent-kafka's AdminClient), never ours.
 
 The suite runs in parallel workers (pytest-xdist, ``-n auto`` in pyproject.toml). Each

@@ -33,6 +33,24 @@ NO_JAVA = (
 )
 #: Arrow batches of this many rows reach the Python workers (tests count on it)
 ARROW_BATCH_ROWS = 10_000
+_EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+
+
+def executor_pids(cluster: StandaloneCluster, app_id: str) -> list[int]:
+    """The executor JVMs of application ``app_id`` (``sparkContext.applicationId``)."""
+    return [
+        pid
+        for pid in cluster.process_ids()
+        if _EXECUTOR_CLASS in (args := cmdline(pid)) and app_id in args
+    ]
+
+
+def cmdline(pid: int) -> str:
+    """Process ``pid``'s command line, its arguments joined by spaces ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
 
 
 class _Shared:

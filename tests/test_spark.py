@@ -37,7 +37,14 @@ from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noq
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
-from spark_cluster import ARROW_BATCH_ROWS, NO_JAVA, shared_cluster, shared_session  # noqa: E402
+from spark_cluster import (  # noqa: E402
+    ARROW_BATCH_ROWS,
+    NO_JAVA,
+    cmdline,
+    executor_pids,
+    shared_cluster,
+    shared_session,
+)
 from txnlog import ABORT, COMMIT, committed_view, read_log  # noqa: E402
 
 from aiokafka_lite import KafkaTimeoutError  # noqa: E402
@@ -77,7 +84,7 @@ def test_executors_are_separate_processes_running_this_interpreter(
     spark: SparkSession, spark_cluster: StandaloneCluster
 ) -> None:
     assert spark.sparkContext.master == spark_cluster.master_url
-    executors = spark_cluster.executor_pids(spark.sparkContext.applicationId)
+    executors = executor_pids(spark_cluster, spark.sparkContext.applicationId)
     assert len(executors) == 2  # one executor JVM per worker
     ran = spark.sparkContext.parallelize(range(2), 2).map(lambda _: (sys.executable, os.getpid()))
     seen = ran.collect()
@@ -111,7 +118,7 @@ def test_cluster_stop_ends_every_process_it_started(tmp_path: Path) -> None:
         deadline = time.monotonic() + 120
         seen: dict[int, str] = {}
         while time.monotonic() < deadline:
-            seen = {pid: _cmdline(pid) for pid in cluster.process_ids()}
+            seen = {pid: cmdline(pid) for pid in cluster.process_ids()}
             kinds = " ".join(seen.values())
             if "CoarseGrainedExecutorBackend" in kinds and "pyspark.daemon" in kinds:
                 break
@@ -125,13 +132,6 @@ def test_cluster_stop_ends_every_process_it_started(tmp_path: Path) -> None:
         driver.wait(30)
     alive = [pid for pid, t in started.items() if t is not None and _start_time(pid) == t]
     assert alive == [], {pid: seen[pid] for pid in alive}
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
 
 
 def _start_time(pid: int) -> str | None:

@@ -31,7 +31,12 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import read_all_confluent  # noqa: E402
-from spark_cluster import ARROW_BATCH_ROWS, shared_cluster, shared_session  # noqa: E402
+from spark_cluster import (  # noqa: E402
+    ARROW_BATCH_ROWS,
+    executor_pids,
+    shared_cluster,
+    shared_session,
+)
 
 from aiokafka_lite.spark import (  # noqa: E402
     KafkaDataSource,
@@ -412,7 +417,7 @@ def test_executor_killed_mid_write_loses_no_row_and_reports_duplicates(
     # 20 Arrow batches per task; the first attempts take 20 x 0.5 s, their retry no time.
     df = rows.mapInArrow(slow_first_attempt(0.5), rows.schema)
     app = spark.sparkContext.applicationId
-    executors = spark_cluster.executor_pids(app)
+    executors = executor_pids(spark_cluster, app)
     assert len(executors) == 2
     killed: list[int] = []
     watcher = _Watcher(bootstrap, topic, partitions, half)
@@ -433,7 +438,7 @@ def test_executor_killed_mid_write_loses_no_row_and_reports_duplicates(
         killer.join(150)
         watcher.close()
     assert killed, f"the write ended before both tasks had written: {watcher.counts}"
-    assert killed[0] not in spark_cluster.executor_pids(app)
+    assert killed[0] not in executor_pids(spark_cluster, app)
 
     records = read_all_confluent(
         bootstrap, topic, expected=n + half + 1, timeout=60, idle=3.0, at_least=n

@@ -50,7 +50,7 @@ from conftest import create_topic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from readers import read_all_confluent
-from spark_cluster import shared_cluster, shared_session
+from spark_cluster import executor_pids, shared_cluster, shared_session
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import ProducerFenced
@@ -302,7 +302,7 @@ def test_executor_killed_mid_batch_loses_and_duplicates_nothing(
     # 5 Arrow batches per task (of 10,000 rows); first attempts pause 1 s after each.
     df = rows.mapInArrow(slow_first_attempt(1.0), rows.schema)
     app = spark.sparkContext.applicationId
-    executors = spark_cluster.executor_pids(app)
+    executors = executor_pids(spark_cluster, app)
     assert len(executors) == 2
     watcher = Consumer(
         {

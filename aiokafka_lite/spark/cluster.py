@@ -2,8 +2,9 @@
 
 ``StandaloneCluster`` starts a master and workers with pyspark's ``spark-class``
 (``org.apache.spark.deploy.master.Master``, ``...worker.Worker``) on the loopback
-interface, each in a process group of its own, so that :meth:`~StandaloneCluster.stop`
-ends them and everything they started (executor JVMs, Python workers). It is how
+interface, each in a process group of its own (started and ended as the embedded
+broker's process is), so that :meth:`~StandaloneCluster.stop` ends them and everything
+they started (executor JVMs, Python workers). It is how
 this project's tests and benchmarks run Spark the way a cluster does (driver,
 master, workers and executors in separate processes), and a way to try a job
 that way before deploying it::
@@ -28,11 +29,12 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from .._processes import end_group, log_tail, spawn
+
 __all__ = ["ClusterError", "StandaloneCluster", "java_runtime", "spark_home"]
 
 _MASTER_URL = re.compile(r"Starting Spark master at (spark://[\w.\-]+:\d+)")
 _REGISTERED = "Successfully registered with master"
-_EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 
 class ClusterError(RuntimeError):
@@ -118,7 +120,7 @@ class StandaloneCluster:
             (pid, _started(pid)) for proc in self._procs for pid in _descendants(proc.pid)
         ]
         for proc in reversed(self._procs):
-            _end_group(proc)
+            end_group(proc, signal.SIGTERM, grace=10.0)
         # Python workers run in process groups of their own (pyspark's daemon makes one):
         # they exit when their executor does; any left behind is ended here (the start
         # time tells a leftover from a new process that got its pid).
@@ -152,16 +154,6 @@ class StandaloneCluster:
         """Every process of the cluster: master, workers, and all they started."""
         return [pid for p in self._procs for pid in (p.pid, *_descendants(p.pid))]
 
-    def executor_pids(self, app_id: str) -> list[int]:
-        """The executor JVMs of application ``app_id`` (``sparkContext.applicationId``)."""
-        found = []
-        for proc in self._procs:
-            for pid in _descendants(proc.pid):
-                args = _cmdline(pid)
-                if _EXECUTOR_CLASS in args and app_id in args:
-                    found.append(pid)
-        return found
-
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
@@ -182,15 +174,8 @@ class StandaloneCluster:
         command = [str(spark_class), main_class, *args]
         command += ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"]
         command += ["--properties-file", str(self.dir / "conf" / "spark-defaults.conf")]
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self._env(),
-                start_new_session=True,  # its own process group: stop() ends all of it
-            )
+        log.unlink(missing_ok=True)  # a log of this run only: the start pattern is in it
+        proc = spawn(command, log, self._env())
         self._procs.append(proc)
         return proc, log
 
@@ -206,37 +191,13 @@ class StandaloneCluster:
             if proc.poll() is not None:
                 break
             time.sleep(0.2)
-        tail = log.read_text(errors="replace")[-2000:]
+        tail = log_tail(log, size=2000)
         raise ClusterError(f"{log.stem} did not start within {self.start_timeout:.0f}s:\n{tail}")
-
-
-def _end_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    """SIGTERM the process group ``proc`` leads, then SIGKILL what is left after ``grace``."""
-    if proc.poll() is None:
-        _kill_group(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(grace)
-    # The leader may be gone while its children (executors) still run: end the group.
-    _kill_group(proc.pid, signal.SIGKILL)
-    if proc.poll() is None:
-        proc.wait(grace)
-
-
-def _kill_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
 
 
 def _kill(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
 
 
 def _started(pid: int) -> str | None:

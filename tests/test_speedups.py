@@ -13,6 +13,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import aiokafka_lite
-from aiokafka_lite import delivery, partitioner, records, send_path, speedups
+from aiokafka_lite import _twin_contracts, delivery, partitioner, records, send_path, speedups
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -153,28 +154,84 @@ def test_each_pure_module_binds_what_its_twin_declares(twin: speedups.Twin) -> N
         assert taken <= set(twin.names), taken - set(twin.names)
 
 
-@needs_build
+def _members(contract: type) -> set[str]:
+    """The public attributes and methods a Protocol declares (its Protocol bases' too)."""
+    names: set[str] = set()
+    for cls in contract.__mro__:
+        if cls.__module__ in ("typing", "builtins"):
+            continue
+        names |= {n for n in vars(cls) if not n.startswith("_")}
+        names |= {n for n in vars(cls).get("__annotations__", {}) if not n.startswith("_")}
+    return names
+
+
+def _compiled_constructor(cls: type) -> list[tuple[str, bool]] | None:
+    """Parameter names, and which have no default, of a compiled class's constructor, from
+    the signature Cython embeds in its docstring (``embedsignature``): ``inspect`` sees
+    none. Only names and defaults: Cython's text may put the keyword-only marker in the
+    wrong place (``BatchBuilder(..., key_serializer=None, *, value_serializer=None)``)."""
+    for klass in cls.__mro__:
+        first = (klass.__doc__ or "").partition("\n")[0]
+        found = re.fullmatch(rf"{klass.__name__}\((.*)\)", first)
+        if found:
+            params = [p.strip() for p in found.group(1).split(",") if p.strip()]
+            return [(p.partition("=")[0].split()[-1], "=" not in p) for p in params if p != "*"]
+    return None
+
+
 @pytest.mark.parametrize(
     "twin", [t for t in speedups.TWINS if t.pure is not None], ids=lambda t: t.compiled
 )
-def test_each_twin_has_its_pure_modules_api(twin: speedups.Twin) -> None:
-    """Same public methods and attributes, same call signatures, and for constants the
-    same type: code written against one runs against the other."""
+def test_each_twin_keeps_its_contract(twin: speedups.Twin) -> None:
+    """Both implementations of each twinned name are what ``_twin_contracts`` declares
+    (which ``mypy`` checks the pure one against, statically): a class has exactly the
+    contract's public members, with its methods' parameter names, kinds and defaults, and
+    its constructor's; a function has the contract's parameters; a constant its type. The
+    compiled side is checked where it was built, whichever build runs the suite."""
     assert twin.pure is not None
+    contracts = _twin_contracts.CONTRACTS[twin.compiled]
+    assert set(contracts) == set(twin.names)  # the contract covers the twin, no more
     pure = importlib.import_module(f"aiokafka_lite.{twin.pure}")
-    compiled = importlib.import_module(f"aiokafka_lite.{twin.compiled}")
+    compiled = _compiled(twin.compiled)
     for name, own in twin.names.items():
-        mine, theirs = getattr(pure, own), getattr(compiled, name)
-        if isinstance(mine, type):
-            assert _public(mine) == _public(theirs), (name, _public(mine) ^ _public(theirs))
-            for attr in _public(mine):
-                a, b = getattr(mine, attr), getattr(theirs, attr)
-                if callable(a) and _signature(b) is not None:
-                    assert _signature(a) == _signature(b), (name, attr)
-        elif callable(mine):
-            assert _signature(mine) == _signature(theirs), name
-        else:
-            assert type(mine) is type(theirs), name
+        call, made = contracts[name]
+        sides = {"pure": getattr(pure, own)}
+        if compiled is not None:
+            sides["compiled"] = getattr(compiled, name)
+        if "__call__" not in vars(call):  # a constant: the contract is its type
+            assert all(type(v) is call for v in sides.values()), name
+            continue
+        wanted = _signature(call.__call__)
+        assert wanted is not None
+        wanted = wanted[1:]  # without the protocol's self
+        for side, impl in sides.items():
+            got = _signature(impl)
+            if got is None:
+                got_names = _compiled_constructor(impl)
+                if got_names is None:  # no __init__ of its own: it takes nothing
+                    assert wanted == [], (name, side)
+                    impl()
+                else:
+                    assert got_names == [(n, empty) for n, _, empty in wanted], (name, side)
+            else:
+                assert got == wanted, (name, side)
+            if made is None:
+                continue
+            members = _members(made)
+            assert _public(impl) == members, (name, side, _public(impl) ^ members)
+            for member in members:
+                declared = inspect.getattr_static(made, member, None)
+                if not inspect.isfunction(declared):
+                    continue  # an attribute or a property
+                theirs = _signature(getattr(impl, member))
+                if theirs is not None or side == "pure":
+                    assert theirs == _signature(declared), (name, side, member)
+
+
+def test_the_contracts_are_those_of_the_declared_twins() -> None:
+    assert set(_twin_contracts.CONTRACTS) == {
+        t.compiled for t in speedups.TWINS if t.pure is not None
+    }
 
 
 def test_setup_builds_the_declared_twins() -> None:

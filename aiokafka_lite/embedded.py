@@ -157,11 +157,7 @@ class EmbeddedBroker:
         binary: str | None = None,
         startup_timeout: float = 15.0,
         advertised_port: int | None = None,
-        authentication: bool = False,
     ) -> None:
-        # authentication: start Tansu with --authentication (SASL/SCRAM-SHA-256 required).
-        # Tansu cannot create a user in such a broker: it shows authentication failures only.
-        self._authentication = authentication
         # advertised_port: what metadata tells clients to connect to, when it is
         # not the listen port (e.g. a proxy in front of the broker).
         self._advertised_port = advertised_port
@@ -317,7 +313,6 @@ class EmbeddedBroker:
             url,
             "--advertised-listener-url",
             advertised,
-            *(["--authentication"] if self._authentication else []),
             *self._extra_args,
         ]
 

@@ -6,7 +6,7 @@ load balancer would: the client's handshake, certificate checks and every byte o
 Kafka exchange go over real TLS, and a confluent-kafka consumer reads back over TLS too.
 
 Tansu with ``--authentication`` requires SASL, but no user can be created in it (see
-``aiokafka_lite.embedded``), so against it only the failure is tested: a SCRAM or
+``tests/tansu.md``), so against it only the failure is tested: a SCRAM or
 OAUTHBEARER exchange the broker rejects must fail fast and clearly. Successful SCRAM is covered
 by RFC 7677's published exchange (test_sasl.py) and a scripted broker (test_sasl_exchange.py).
 """
@@ -40,12 +40,18 @@ def server_context(certs: ServerCerts) -> ssl.SSLContext:
     return context
 
 
+#: Tansu requires SASL (SCRAM) of every client, and knows no user.
+AUTHENTICATION = ("--authentication",)
+
+
 async def tls_front(
     certs: ServerCerts, *, authentication: bool = False
 ) -> tuple[FaultProxy, EmbeddedBroker]:
     """A fresh Tansu advertising a TLS-terminating proxy's port."""
     proxy = await FaultProxy("127.0.0.1", 0, ssl_context=server_context(certs)).start()
-    broker = EmbeddedBroker(advertised_port=proxy.port, authentication=authentication)
+    broker = EmbeddedBroker(
+        advertised_port=proxy.port, extra_args=AUTHENTICATION if authentication else ()
+    )
     await broker.astart()
     proxy.target = ("127.0.0.1", broker.port)
     return proxy, broker
@@ -160,7 +166,7 @@ async def test_login_rejected_by_an_authenticating_tansu_fails_fast(
         proxy, broker = await tls_front(certs, authentication=True)
         bootstrap = f"127.0.0.1:{proxy.port}"
     else:
-        broker = await EmbeddedBroker(authentication=True).astart()
+        broker = await EmbeddedBroker(extra_args=AUTHENTICATION).astart()
         bootstrap = broker.bootstrap_servers
     caplog.set_level(logging.DEBUG, logger="aiokafka_lite")
     credentials: dict[str, Any] = (

@@ -93,9 +93,24 @@ class MSKIAMTokenProvider(RefreshingTokenProvider):
                 self.region, self._credentials_provider
             )
         else:
-            result = signer.generate_auth_token(self.region)
+            result = self._sign_with_found_credentials(signer)
         token, expiry_ms = result
         return str(token), int(expiry_ms)
+
+    def _sign_with_found_credentials(self, signer: Any) -> Any:
+        """The default chain's token; AWS's signer signs with whatever the chain found,
+        and when it found nothing, fails on ``None.access_key``: say what is missing."""
+        try:
+            return signer.generate_auth_token(self.region)
+        except AttributeError as e:
+            if e.name != "access_key" or e.obj is not None:
+                raise
+            raise ConfigError(
+                "MSKIAMTokenProvider: botocore's default chain found no AWS credentials "
+                "(environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                "~/.aws/credentials or config, SSO, a container or instance role); "
+                "configure one, or pass profile=, role_arn= or credentials_provider="
+            ) from None
 
     async def fetch(self) -> OAuthToken:
         token, expiry_ms = await asyncio.to_thread(self._sign)

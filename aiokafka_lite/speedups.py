@@ -84,13 +84,23 @@ def _load() -> tuple[dict[str, ModuleType], str]:
     if _FORCED_PURE:
         return {}, f"{ENV_VAR} is set"
     modules: dict[str, ModuleType] = {}
-    for name in (twin.compiled for twin in TWINS):
+    for twin in TWINS:
+        name = twin.compiled
         try:
-            modules[name] = importlib.import_module(f"{__package__}.{name}")
+            module = importlib.import_module(f"{__package__}.{name}")
         except (ImportError, ValueError) as e:
             # All or none: a partial build would mix implementations in one batch.
             # (ValueError: a twin built against another build of the ones it cimports.)
             return {}, f"the compiled module {name} is not available ({e})"
+        # A twin built from older sources (a checkout updated without rebuilding) lacks
+        # names of the contract: the pure modules would fail importing them.
+        missing = [n for n in twin.names if not hasattr(module, n)]
+        if missing:
+            return {}, (
+                f"the compiled module {name} is out of date (no {', '.join(missing)}): "
+                "rebuild it (pip install -e ., or python setup.py build_ext --inplace)"
+            )
+        modules[name] = module
     return modules, "compiled"
 
 

@@ -592,6 +592,16 @@ def test_broker_help_names_its_traps() -> None:
     assert "end offsets under-report, whoever wrote the records" in shown
 
 
+@pytest.mark.parametrize("page", ["quickstart.md", "testing-apps.md"])
+def test_the_pages_that_start_an_embedded_broker_name_its_traps(page: str) -> None:
+    """Where users meet the embedded broker: the quickstart, and the pytest plugin's
+    ``kafka_broker`` fixture (a test of aiokafka's own clients on it hits both traps)."""
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    shown = " ".join((docs / page).read_text().split())
+    assert "idempotent or transactional producer fails" in shown
+    assert "under-report" in shown
+
+
 @pytest.mark.tansu_only("the traps are the embedded broker's own (Apache Kafka has neither)")
 async def test_the_traps_the_broker_documents_are_real(
     bootstrap: str, topic_factory: TopicFactory

@@ -242,3 +242,32 @@ def test_oidc_over_plain_http_to_another_host_warns(caplog: pytest.LogCaptureFix
         OIDCClientCredentials("ftp://idp.example.com/token", "c", "s")
     OIDCClientCredentials("http://idp.example.com/token", "c", "s")
     assert "unencrypted" in caplog.text and "idp.example.com" in caplog.text
+
+
+async def test_msk_iam_without_any_aws_credentials_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A machine with no AWS credentials at all: AWS's signer fails on ``None.access_key``
+    (an AttributeError from its internals); the provider names what is missing instead."""
+    pytest.importorskip("aws_msk_iam_sasl_signer")
+    from aiokafka_lite.msk import MSKIAMTokenProvider
+
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {
+        "AWS_EC2_METADATA_DISABLED": "true",  # no instance metadata service to ask
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    provider = MSKIAMTokenProvider("eu-west-1")
+    with pytest.raises(ConfigError, match="found no AWS credentials"):
+        await provider.oauth_token()

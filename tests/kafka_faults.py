@@ -292,21 +292,6 @@ def parse_console(out: str) -> Iterator[JavaRecord]:
         )
 
 
-def outcome_of(futures: list[asyncio.Future[Any]]) -> Outcome:
-    """Sort settled futures into acknowledged, failed and pending (by record index)."""
-    acked, failed, pending = {}, {}, []
-    for i, f in enumerate(futures):
-        if not f.done():
-            pending.append(i)
-        elif f.cancelled():
-            failed[i] = asyncio.CancelledError(f"record {i} cancelled")
-        elif (exc := f.exception()) is not None:
-            failed[i] = exc
-        else:
-            acked[i] = f.result()
-    return Outcome(acked, failed, pending)
-
-
 # -- fixtures and steps the fault tests share ------------------------------------------
 
 

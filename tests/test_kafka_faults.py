@@ -33,13 +33,12 @@ from kafka_faults import (
     module_cluster,
     named_cause,
     new_topic,
-    outcome_of,
     producer_for,
     read_back_both,
     streaming,
     wait_for,
 )
-from test_faults_checks import Outcome, check_errors
+from test_faults_checks import Outcome, check_errors, outcome_of
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import (

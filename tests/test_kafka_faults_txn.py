@@ -28,14 +28,13 @@ from kafka_faults import (
     module_cluster,
     named_cause,
     new_topic,
-    outcome_of,
     producer_for,
     read_back_both,
     transaction_coordinator,
     transaction_state,
     wait_for,
 )
-from test_faults_checks import Outcome, check_errors, stop_in_time, value
+from test_faults_checks import Outcome, check_errors, outcome_of, stop_in_time, value
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import (

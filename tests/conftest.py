@@ -283,3 +283,20 @@ def topic_factory(bootstrap: str) -> TopicFactory:
         return create_topic(bootstrap or default_bootstrap, partitions)
 
     return make
+
+
+@pytest.fixture(scope="module")
+def fault_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """The fault tests' 3-node Apache Kafka cluster (tests/kafka_faults.py), one per module."""
+    from kafka_faults import module_cluster
+
+    yield from module_cluster(tmp_path_factory)
+
+
+@pytest.fixture
+def healthy(fault_cluster: KafkaCluster) -> KafkaCluster:
+    """:func:`fault_cluster` with every node up and every partition fully in sync."""
+    from kafka_faults import heal
+
+    heal(fault_cluster)
+    return fault_cluster

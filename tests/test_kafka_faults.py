@@ -16,21 +16,20 @@ one to bring back. Transactions: tests/test_kafka_faults_txn.py.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from invariants import Watch
 from kafka.partitioner.default import murmur2  # type: ignore[import-untyped]
 from kafka_cluster import KafkaCluster
 from kafka_faults import (
+    FAULT_MARKS,
     Stream,
     add_partitions,
     busiest_leader,
     delete_topic,
     fully_replicated,
-    heal,
     keyed,
-    module_cluster,
     named_cause,
     new_topic,
     producer_for,
@@ -48,25 +47,7 @@ from aiokafka_lite.errors import (
     UnknownTopicOrPartitionError,
 )
 
-# A case's time includes healing what the previous one broke (restarting a killed node
-# and its replicas catching up: over a minute on a busy 2-core machine).
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.xdist_group("apache_kafka_faults"),
-    pytest.mark.timeout(240),
-]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    yield from module_cluster(tmp_path_factory)
-
-
-@pytest.fixture
-def healthy(cluster: KafkaCluster) -> KafkaCluster:
-    """The cluster with every node up and every partition fully in sync."""
-    heal(cluster)
-    return cluster
+pytestmark = FAULT_MARKS
 
 
 async def finish(

@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 from confluent_kafka import KafkaException, TopicPartition
@@ -36,6 +36,11 @@ from confluent_kafka.cimpl import NewTopic  # = confluent_kafka.admin.NewTopic, 
 from kafka_cluster import KafkaCluster, missing_reason
 
 from aiokafka_lite.embedded import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from aiokafka_lite.spark import StandaloneCluster
 
 #: The brokers the integration tests run against (the ``broker`` fixture's params).
 BROKERS = ("tansu", "kafka")
@@ -300,3 +305,20 @@ def healthy(fault_cluster: KafkaCluster) -> KafkaCluster:
 
     heal(fault_cluster)
     return fault_cluster
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """The Spark tests' standalone cluster (tests/spark_cluster.py; skips without pyspark
+    or Java)."""
+    from spark_cluster import shared_cluster
+
+    yield from shared_cluster(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def spark(spark_cluster: StandaloneCluster) -> SparkSession:
+    """The driver session on :func:`spark_cluster`."""
+    from spark_cluster import shared_session
+
+    return shared_session()

@@ -37,7 +37,7 @@ from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noq
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
-from spark_cluster import ARROW_BATCH_ROWS, NO_JAVA, shared_cluster, shared_session  # noqa: E402
+from spark_cluster import ARROW_BATCH_ROWS, NO_JAVA  # noqa: E402
 from txnlog import ABORT, COMMIT, committed_view, read_log  # noqa: E402
 
 from aiokafka_lite import KafkaTimeoutError  # noqa: E402
@@ -53,16 +53,6 @@ from aiokafka_lite.spark.cluster import java_runtime  # noqa: E402
 from aiokafka_lite.structs import TopicPartition  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
-
-
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    yield from shared_cluster(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def spark(spark_cluster: StandaloneCluster) -> SparkSession:
-    return shared_session()
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import read_all_confluent  # noqa: E402
-from spark_cluster import ARROW_BATCH_ROWS, shared_cluster, shared_session  # noqa: E402
+from spark_cluster import ARROW_BATCH_ROWS, slow_first_attempt  # noqa: E402
 
 from aiokafka_lite.spark import (  # noqa: E402
     KafkaDataSource,
@@ -42,16 +41,6 @@ from aiokafka_lite.spark import (  # noqa: E402
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
-
-
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    yield from shared_cluster(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def spark(spark_cluster: StandaloneCluster) -> SparkSession:
-    return shared_session()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -344,23 +333,6 @@ def test_stream_of_micro_batches(
 
 
 # -- an executor killed mid-write ------------------------------------------------------
-
-
-def slow_first_attempt(pause_s: float) -> Any:
-    """An upstream ``mapInArrow`` step that pauses after each Arrow batch on a task's first
-    attempt (a slow source), so that an executor can be killed while its task writes."""
-
-    def step(batches: Iterator[Any]) -> Iterator[Any]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        slow = ctx is not None and ctx.attemptNumber() == 0
-        for batch in batches:
-            yield batch
-            if slow:
-                time.sleep(pause_s)
-
-    return step
 
 
 class _Watcher:

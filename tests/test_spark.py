@@ -37,7 +37,7 @@ from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noq
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
-from spark_cluster import ARROW_BATCH_ROWS, NO_JAVA  # noqa: E402
+from spark_cluster import ARROW_BATCH_ROWS, NO_JAVA, json_stream_source  # noqa: E402
 from txnlog import ABORT, COMMIT, committed_view, read_log  # noqa: E402
 
 from aiokafka_lite import KafkaTimeoutError  # noqa: E402
@@ -425,12 +425,7 @@ def test_foreach_batch_writer_streams_micro_batches(
     spark: SparkSession, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
     source = tmp_path / "in"
-    source.mkdir()
-    sent: list[dict[str, Any]] = []
-    for f in range(3):
-        lines = [{"user": f"u{i % 7}", "n": f * 100 + i} for i in range(100)]
-        sent += lines
-        (source / f"part-{f}.json").write_text("\n".join(json.dumps(x) for x in lines))
+    sent = json_stream_source(source)
     topic = topic_factory(3)
     writer = kafka_batch_writer(
         topic,

@@ -18,7 +18,6 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,7 +29,7 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import read_all_confluent  # noqa: E402
-from spark_cluster import ARROW_BATCH_ROWS, slow_first_attempt  # noqa: E402
+from spark_cluster import ARROW_BATCH_ROWS, json_stream_source, slow_first_attempt  # noqa: E402
 
 from aiokafka_lite.spark import (  # noqa: E402
     KafkaDataSource,
@@ -276,12 +275,7 @@ def test_stream_of_micro_batches(
     spark: SparkSession, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
     source = tmp_path / "in"
-    source.mkdir()
-    sent: list[dict[str, Any]] = []
-    for f in range(3):
-        lines = [{"user": f"u{i % 7}", "n": f * 100 + i} for i in range(100)]
-        sent += lines
-        (source / f"part-{f}.json").write_text("\n".join(json.dumps(x) for x in lines))
+    sent = json_stream_source(source)
     topic = topic_factory(3)
     summary_path = tmp_path / "summaries.jsonl"
     stream = (

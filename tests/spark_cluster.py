@@ -162,14 +162,15 @@ def slow_first_attempt(pause_s: float) -> Any:
     return step
 
 
-def json_stream_source(source: Path) -> list[dict[str, Any]]:
-    """A streaming source's directory: three JSON-lines files of 100 rows
-    (``user string, n long``; seven users), one micro-batch each with
-    ``maxFilesPerTrigger=1``. Returns the rows in file order."""
+def json_stream_source(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """A streaming source's directory (made in ``tmp_path``): three JSON-lines files of
+    100 rows (``user string, n long``; seven users), one micro-batch each with
+    ``maxFilesPerTrigger=1``. Returns the directory and the rows in file order."""
+    source = tmp_path / "in"
     source.mkdir()
     sent: list[dict[str, Any]] = []
     for f in range(3):
         lines = [{"user": f"u{i % 7}", "n": f * 100 + i} for i in range(100)]
         sent += lines
         (source / f"part-{f}.json").write_text("\n".join(json.dumps(x) for x in lines))
-    return sent
+    return source, sent

@@ -424,8 +424,7 @@ def test_retried_task_is_reported_and_loses_no_row(
 def test_foreach_batch_writer_streams_micro_batches(
     spark: SparkSession, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
-    source = tmp_path / "in"
-    sent = json_stream_source(source)
+    source, sent = json_stream_source(tmp_path)
     topic = topic_factory(3)
     writer = kafka_batch_writer(
         topic,

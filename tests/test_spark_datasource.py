@@ -274,8 +274,7 @@ def test_write_from_another_thread_needs_its_active_session(
 def test_stream_of_micro_batches(
     spark: SparkSession, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
-    source = tmp_path / "in"
-    sent = json_stream_source(source)
+    source, sent = json_stream_source(tmp_path)
     topic = topic_factory(3)
     summary_path = tmp_path / "summaries.jsonl"
     stream = (

@@ -205,12 +205,8 @@ def broker(
         yield _kafka_node(tmp_path_factory)  # stopped at session end
         return
     log = tmp_path_factory.mktemp("broker") / "tansu.log"
-    b = EmbeddedBroker(log_path=str(log))
-    b.start()
-    try:
+    with EmbeddedBroker(log_path=str(log)) as b:
         yield b
-    finally:
-        b.stop()
 
 
 @pytest.fixture
@@ -222,12 +218,8 @@ def broker_name(broker: EmbeddedBroker | KafkaCluster) -> str:
 @pytest.fixture
 def fresh_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
     """A private Tansu broker for tests that kill/restart it; stopped after the test."""
-    b = EmbeddedBroker(log_path=str(tmp_path / "tansu.log"))
-    b.start()
-    try:
+    with EmbeddedBroker(log_path=str(tmp_path / "tansu.log")) as b:
         yield b
-    finally:
-        b.stop()
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Generator
-from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from .errors import ProducerClosedError
@@ -179,18 +178,6 @@ class BackgroundTasks:
         for task in list(self._tasks):
             task.cancel()
         self._fail_pending()
-
-    async def __aenter__(self) -> BackgroundTasks:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 def _closed(name: str) -> ProducerClosedError:

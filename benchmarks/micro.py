@@ -32,7 +32,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from aiokafka_lite import delivery, partitioner, records
@@ -51,6 +51,21 @@ def compiled(name: str) -> Any:
 
 
 # -- the future floor --------------------------------------------------------------------
+
+
+async def _time_floor(
+    n: int,
+    send: Callable[[int], Awaitable[Any]],
+    resolve: Callable[[], Coroutine[Any, Any, None]],
+) -> float:
+    """Seconds to take ``n`` futures from ``send`` and see each resolved by ``resolve``
+    (run as a task once all are taken, as the sender resolves a producer's)."""
+    start = time.perf_counter()
+    futures = [await send(i) for i in range(n)]
+    resolver = asyncio.ensure_future(resolve())
+    await asyncio.gather(*futures)
+    await resolver
+    return time.perf_counter() - start
 
 
 async def floor_asyncio(n: int) -> float:
@@ -73,12 +88,7 @@ async def floor_asyncio(n: int) -> float:
                 offset += 1
             await asyncio.sleep(0)
 
-    start = time.perf_counter()
-    futures = [await send(i) for i in range(n)]
-    resolver = asyncio.ensure_future(resolve())
-    await asyncio.gather(*futures)
-    await resolver
-    return time.perf_counter() - start
+    return await _time_floor(n, send, resolve)
 
 
 def floor_batched(cls: Any) -> Callable[[int], Any]:
@@ -96,12 +106,7 @@ def floor_batched(cls: Any) -> Callable[[int], Any]:
                 batch.complete(TP, i * BATCH, -1, 0)
                 await asyncio.sleep(0)
 
-        start = time.perf_counter()
-        futures = [await send(i) for i in range(n)]
-        resolver = asyncio.ensure_future(resolve())
-        await asyncio.gather(*futures)
-        await resolver
-        return time.perf_counter() - start
+        return await _time_floor(n, send, resolve)
 
     return run
 

@@ -103,30 +103,28 @@ def create_topic(bootstrap: str) -> str:
     return name
 
 
-def run_data_source(df: Any, topic: str, bootstrap: str) -> int:
-    (
-        df.write.format("aiokafka_lite")
+def _kafka_writer(df: Any, source: str, topic: str, bootstrap: str) -> Any:
+    """``df.write`` to ``topic`` through data source ``source``, with the options both
+    data sources read the same way (Kafka's, prefixed ``kafka.``)."""
+    return (
+        df.write.format(source)
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", topic)
         .option("kafka.acks", COMMON["acks"])
         .option("kafka.linger.ms", str(COMMON["linger_ms"]))
-        .option("summaryPath", str(SUMMARIES))
         .mode("append")
-        .save()
     )
+
+
+def run_data_source(df: Any, topic: str, bootstrap: str) -> int:
+    _kafka_writer(df, "aiokafka_lite", topic, bootstrap).option(
+        "summaryPath", str(SUMMARIES)
+    ).save()
     return read_summaries(SUMMARIES)[-1].rows_sent
 
 
 def run_spark_kafka_sink(df: Any, topic: str, bootstrap: str) -> int:
-    (
-        df.write.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", topic)
-        .option("kafka.acks", COMMON["acks"])
-        .option("kafka.linger.ms", str(COMMON["linger_ms"]))
-        .mode("append")
-        .save()
-    )
+    _kafka_writer(df, "kafka", topic, bootstrap).save()
     # The JVM sink reports no count: a failed delivery fails the job instead.
     return int(df.count())
 

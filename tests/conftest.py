@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 from confluent_kafka import KafkaException, TopicPartition
@@ -37,6 +37,11 @@ from confluent_kafka.cimpl import NewTopic  # = confluent_kafka.admin.NewTopic, 
 from kafka_cluster import KafkaCluster, missing_reason
 
 from aiokafka_lite.embedded import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from aiokafka_lite.spark import StandaloneCluster
 
 #: The brokers the integration tests run against (the ``broker`` fixture's params).
 BROKERS = ("tansu", "kafka")
@@ -201,12 +206,8 @@ def broker(
         yield _kafka_node(tmp_path_factory)  # stopped at session end
         return
     log = tmp_path_factory.mktemp("broker") / "tansu.log"
-    b = EmbeddedBroker(log_path=str(log))
-    b.start()
-    try:
+    with EmbeddedBroker(log_path=str(log)) as b:
         yield b
-    finally:
-        b.stop()
 
 
 @pytest.fixture
@@ -218,12 +219,8 @@ def broker_name(broker: EmbeddedBroker | KafkaCluster) -> str:
 @pytest.fixture
 def fresh_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
     """A private Tansu broker for tests that kill/restart it; stopped after the test."""
-    b = EmbeddedBroker(log_path=str(tmp_path / "tansu.log"))
-    b.start()
-    try:
+    with EmbeddedBroker(log_path=str(tmp_path / "tansu.log")) as b:
         yield b
-    finally:
-        b.stop()
 
 
 @pytest.fixture(scope="session")
@@ -284,3 +281,37 @@ def topic_factory(bootstrap: str) -> TopicFactory:
         return create_topic(bootstrap or default_bootstrap, partitions)
 
     return make
+
+
+@pytest.fixture(scope="module")
+def fault_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """The fault tests' 3-node Apache Kafka cluster (tests/kafka_faults.py), one per module."""
+    from kafka_faults import module_cluster
+
+    yield from module_cluster(tmp_path_factory)
+
+
+@pytest.fixture
+def healthy(fault_cluster: KafkaCluster) -> KafkaCluster:
+    """:func:`fault_cluster` with every node up and every partition fully in sync."""
+    from kafka_faults import heal
+
+    heal(fault_cluster)
+    return fault_cluster
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """The Spark tests' standalone cluster (tests/spark_cluster.py; skips without pyspark
+    or Java)."""
+    from spark_cluster import shared_cluster
+
+    yield from shared_cluster(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def spark(spark_cluster: StandaloneCluster) -> SparkSession:
+    """The driver session on :func:`spark_cluster`."""
+    from spark_cluster import shared_session
+
+    return shared_session()

@@ -292,27 +292,22 @@ def parse_console(out: str) -> Iterator[JavaRecord]:
         )
 
 
-def outcome_of(futures: list[asyncio.Future[Any]]) -> Outcome:
-    """Sort settled futures into acknowledged, failed and pending (by record index)."""
-    acked, failed, pending = {}, {}, []
-    for i, f in enumerate(futures):
-        if not f.done():
-            pending.append(i)
-        elif f.cancelled():
-            failed[i] = asyncio.CancelledError(f"record {i} cancelled")
-        elif (exc := f.exception()) is not None:
-            failed[i] = exc
-        else:
-            acked[i] = f.result()
-    return Outcome(acked, failed, pending)
-
-
 # -- fixtures and steps the fault tests share ------------------------------------------
+
+#: the fault test modules' ``pytestmark``. A case's time includes healing what the previous
+#: one broke (restarting a killed node and its replicas catching up: over a minute on a
+#: busy 2-core machine).
+FAULT_MARKS = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("apache_kafka_faults"),
+    pytest.mark.timeout(240),
+]
 
 
 def module_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """A test module's 3-node cluster (skips without Java or Maven); logs stay in its
-    work dir (pytest keeps the last runs' temporary directories)."""
+    """A test module's 3-node cluster (skips without Java or Maven), the body of conftest's
+    ``fault_cluster`` fixture; logs stay in its work dir (pytest keeps the last runs'
+    temporary directories)."""
     reason = missing_reason()
     if reason:
         pytest.skip(reason)

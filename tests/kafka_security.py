@@ -23,6 +23,7 @@ default broker-side validator for unsecured JWS tokens (``alg: none``), which
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -34,6 +35,8 @@ from typing import Any
 
 from certs import ServerCerts, make_server_certs
 from kafka_cluster import KafkaCluster, Listener
+
+from aiokafka_lite import AIOKafkaProducer
 
 #: Every SASL mechanism the SASL listeners enable.
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -231,3 +234,33 @@ def oidc_kafka(work_dir: Path, jwks_url: str, issuer: str, audience: str) -> Ite
     )
     with cluster:
         yield cluster
+
+
+async def stream_across_sessions(config: dict[str, Any], topic: str, seconds: float) -> list[bytes]:
+    """Send a record every 10 ms for ``seconds`` (values ``b"0"``, ``b"1"``, ...; keys
+    alternating over partitions) through one producer, and wait for all of them.
+
+    Asserts that the leader's one connection (node 1) was never replaced and authenticated
+    at least three times (the first login and two re-authentications), and that offsets are
+    dense in send order. Returns the values in log order (by partition, then offset).
+    """
+    futures = []
+    async with AIOKafkaProducer(**config) as producer:
+        await producer.partitions_for(topic)
+        leader = producer._client.connection(1)  # the node's one connection (internal)
+        assert leader is not None
+        deadline = time.monotonic() + seconds
+        i = 0
+        while time.monotonic() < deadline:
+            futures.append(await producer.send(topic, b"%d" % i, key=b"%d" % (i % 2)))
+            i += 1
+            await asyncio.sleep(0.01)
+        results = await asyncio.wait_for(asyncio.gather(*futures), 30)
+        assert producer._client.connection(1) is leader  # never cut off, never reconnected
+        assert leader.authentications >= 3  # the first login and two re-authentications
+    assert len(results) == len(futures) == i
+    written = sorted((md.partition, md.offset, b"%d" % n) for n, md in enumerate(results))
+    for partition in {p for p, _, _ in written}:  # dense offsets, in send order
+        offsets = [o for p, o, _ in written if p == partition]
+        assert offsets == list(range(len(offsets)))
+    return [v for _, _, v in written]

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from aiokafka_lite.protocol.admin import CreateTopicsRequest
-from aiokafka_lite.protocol.codec import Request, Response, decode, encode
+from aiokafka_lite.protocol.codec import Request, Response, decode, encode, read_uvarint
 from aiokafka_lite.protocol.handshake import (
     ApiVersion,
     ApiVersionsRequest,
@@ -132,17 +132,6 @@ class ReceivedRequest:
         return msg
 
 
-def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
-
 def parse_request(payload: bytes, connection: int) -> ReceivedRequest:
     """Parse a request header (v1, or v2 for flexible versions) off a frame's payload."""
     api_key, api_version, correlation_id, client_len = struct.unpack_from(">hhih", payload, 0)
@@ -153,10 +142,10 @@ def parse_request(payload: bytes, connection: int) -> ReceivedRequest:
         pos += client_len
     cls = REQUEST_CLASSES.get(api_key)
     if cls is not None and api_version >= cls.FLEXIBLE_SINCE:
-        count, pos = _read_uvarint(payload, pos)  # header tagged fields
+        count, pos = read_uvarint(payload, pos)  # header tagged fields
         for _ in range(count):
-            _, pos = _read_uvarint(payload, pos)
-            size, pos = _read_uvarint(payload, pos)
+            _, pos = read_uvarint(payload, pos)
+            size, pos = read_uvarint(payload, pos)
             pos += size
     return ReceivedRequest(
         api_key, api_version, correlation_id, client_id, bytes(payload[pos:]), connection

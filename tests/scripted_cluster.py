@@ -96,6 +96,7 @@ class LogCluster:
     broker: ScriptedBroker | None = None
     log: dict[tuple[str, int], list[Stored]] = field(default_factory=dict)
     counts: dict[int, int] = field(default_factory=dict)  # api key -> requests seen
+    resent: int = 0  # batches sent again (same producer, epoch and sequence), not written
     _written: dict[tuple[str, int, int, int], dict[int, int]] = field(default_factory=dict)
 
     @contextlib.asynccontextmanager
@@ -185,6 +186,7 @@ class LogCluster:
                 key = (topic, pd.index, batch.producer_id, batch.producer_epoch)
                 seen = self._written.setdefault(key, {})
                 if batch.base_sequence in seen:
+                    self.resent += 1
                     return seen[batch.base_sequence]
                 seen[batch.base_sequence] = len(log)
             for r in batch:

@@ -3,17 +3,19 @@
 A master and two workers (1 core, 1 GiB each) from pyspark's own distribution
 (:class:`aiokafka_lite.spark.StandaloneCluster`), and one driver session in this
 process whose executors (one per worker, 512 MiB) run this interpreter and import
-this checkout. Each test module's session-scoped fixtures delegate to
-:func:`shared_cluster` and :func:`shared_session`, so that all of them share one
-cluster and one session (reference-counted), stopped when the last fixture is torn
-down, even when tests failed. Without a Java runtime every test using them is
+this checkout. The session fixtures ``spark_cluster`` and ``spark`` (tests/conftest.py)
+delegate to :func:`shared_cluster` and :func:`shared_session`: one cluster and one
+session (reference-counted), stopped when the last user is torn down, even when tests
+failed. Without a Java runtime every test using them is
 skipped, saying so.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -159,3 +161,34 @@ def shared_session() -> SparkSession:
     """The driver session on the cluster (use with :func:`shared_cluster` running)."""
     assert _Shared.session is not None
     return _Shared.session
+
+
+def slow_first_attempt(pause_s: float) -> Any:
+    """An upstream ``mapInArrow`` step that pauses after each Arrow batch on a task's first
+    attempt (a slow source), so that an executor can be killed while its task writes."""
+
+    def step(batches: Iterator[Any]) -> Iterator[Any]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        slow = ctx is not None and ctx.attemptNumber() == 0
+        for batch in batches:
+            yield batch
+            if slow:
+                time.sleep(pause_s)
+
+    return step
+
+
+def json_stream_source(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """A streaming source's directory (made in ``tmp_path``): three JSON-lines files of
+    100 rows (``user string, n long``; seven users), one micro-batch each with
+    ``maxFilesPerTrigger=1``. Returns the directory and the rows in file order."""
+    source = tmp_path / "in"
+    source.mkdir()
+    sent: list[dict[str, Any]] = []
+    for f in range(3):
+        lines = [{"user": f"u{i % 7}", "n": f * 100 + i} for i in range(100)]
+        sent += lines
+        (source / f"part-{f}.json").write_text("\n".join(json.dumps(x) for x in lines))
+    return source, sent

@@ -176,6 +176,20 @@ def xxh32_short(data: bytes, seed: int = 0) -> int:
     return h
 
 
+def _lz4_length(nibble: int, src: bytes, pos: int) -> tuple[int, int]:
+    """A token's 4-bit length, extended (when 15) by the bytes at ``pos`` up to the first
+    that is not 255; returns the length and the position after it."""
+    n = nibble
+    if n == 15:
+        while True:
+            b = src[pos]
+            pos += 1
+            n += b
+            if b != 255:
+                break
+    return n, pos
+
+
 def lz4_block_decode(src: bytes, max_size: int) -> bytes:
     """Decode one LZ4 block with an EMPTY history (as Java decodes every frame block)."""
     out = bytearray()
@@ -183,28 +197,14 @@ def lz4_block_decode(src: bytes, max_size: int) -> bytes:
     while True:
         token = src[pos]
         pos += 1
-        n = token >> 4
-        if n == 15:
-            while True:
-                b = src[pos]
-                pos += 1
-                n += b
-                if b != 255:
-                    break
+        n, pos = _lz4_length(token >> 4, src, pos)
         out += src[pos : pos + n]
         pos += n
         if pos == len(src):
             break  # the last sequence has literals only
         offset = src[pos] | (src[pos + 1] << 8)
         pos += 2
-        length = token & 15
-        if length == 15:
-            while True:
-                b = src[pos]
-                pos += 1
-                length += b
-                if b != 255:
-                    break
+        length, pos = _lz4_length(token & 15, src, pos)
         length += 4
         assert 0 < offset <= len(out), "LZ4 match reaches before the block (linked blocks?)"
         start = len(out) - offset

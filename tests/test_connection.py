@@ -193,6 +193,24 @@ def spy_on_reads(conn: BrokerConnection) -> list[int]:
     return sizes
 
 
+@contextlib.asynccontextmanager
+async def answered(
+    broker: ScriptedBroker, n: int
+) -> AsyncIterator[tuple[BrokerConnection, list[int]]]:
+    """A new connection that sent ``n`` Produce requests and got their right answers
+    (:func:`assert_answers`), and the size of each chunk it read; closed on exit."""
+    conn = await connect(broker)
+    try:
+        reads = spy_on_reads(conn)
+        futures = [conn.send(produce_request(i)) for i in range(n)]
+        async with asyncio.timeout(STEP):
+            results = await asyncio.gather(*futures)
+        assert_answers(results)
+        yield conn, reads
+    finally:
+        conn.close()
+
+
 def collect_then_answer(n: int, reply: Callable[[list[ReceivedRequest]], Any]) -> Any:
     """A script that stays silent until ``n`` requests arrived, then ``reply(them)``."""
     seen: list[ReceivedRequest] = []
@@ -202,6 +220,20 @@ def collect_then_answer(n: int, reply: Callable[[list[ReceivedRequest]], Any]) -
         return reply(seen) if len(seen) == n else None
 
     return script
+
+
+async def all_fail(
+    n: int, reply: Callable[[list[ReceivedRequest]], Any], error: type[Exception], says: str
+) -> None:
+    """``n`` Produce requests, answered by ``reply`` once all arrived, all fail with
+    ``error`` (exactly that type) whose message contains ``says``; the connection closes."""
+    async with scripted(collect_then_answer(n, reply)) as broker:
+        conn = await connect(broker)
+        errors = await failures([conn.send(produce_request(i)) for i in range(n)])
+        for e in errors:
+            assert type(e) is error
+            assert says in str(e)
+        await assert_closed(conn, broker)
 
 
 # ---------------------------------------------------------------------------
@@ -419,14 +451,7 @@ async def test_correlation_id_mismatch_fails_everything(wrong: str) -> None:
         }[wrong]
         return response_frame(cid, produce_response(first), first.api_version)
 
-    async with scripted(collect_then_answer(3, reply)) as broker:
-        conn = await connect(broker)
-        futures = [conn.send(produce_request(i)) for i in range(3)]
-        errors = await failures(futures)
-        for e in errors:
-            assert type(e) is ProtocolError
-            assert "correlation" in str(e)
-        await assert_closed(conn, broker)
+    await all_fail(3, reply, ProtocolError, "correlation")
 
 
 async def test_answered_requests_keep_results_when_a_later_answer_is_corrupt() -> None:
@@ -471,14 +496,7 @@ async def test_size_prefix_out_of_range(size: int) -> None:
         # what follows the bad prefix is a perfectly good correlation id and body
         return struct.pack(">i", size) + produce_answer(seen[0])[4:]
 
-    async with scripted(collect_then_answer(3, reply)) as broker:
-        conn = await connect(broker)
-        futures = [conn.send(produce_request(i)) for i in range(3)]
-        errors = await failures(futures)
-        for e in errors:
-            assert type(e) is ProtocolError
-            assert str(size) in str(e)
-        await assert_closed(conn, broker)
+    await all_fail(3, reply, ProtocolError, str(size))
 
 
 @pytest.mark.parametrize(
@@ -592,14 +610,7 @@ async def test_truncated_response_then_close(keep: int) -> None:
     def reply(seen: list[ReceivedRequest]) -> list[Any]:
         return [produce_answer(seen[0])[:keep], CLOSE]
 
-    async with scripted(collect_then_answer(2, reply)) as broker:
-        conn = await connect(broker)
-        futures = [conn.send(produce_request(i)) for i in range(2)]
-        errors = await failures(futures)
-        for e in errors:
-            assert type(e) is KafkaConnectionError
-            assert "lost" in str(e)
-        await assert_closed(conn, broker)
+    await all_fail(2, reply, KafkaConnectionError, "lost")
 
 
 async def test_broker_closes_without_answering() -> None:
@@ -654,42 +665,30 @@ async def test_response_split_into_single_bytes(produce_version: int) -> None:
     def reply(seen: list[ReceivedRequest]) -> Trickle:
         return Trickle(b"".join(produce_answer(r) for r in seen), chunk=1, pause=0.0005)
 
-    async with scripted(
-        collect_then_answer(3, reply), api_versions={18: (0, 4), 0: (3, produce_version)}
-    ) as broker:
-        conn = await connect(broker)
-        try:
-            reads = spy_on_reads(conn)
-            futures = [conn.send(produce_request(i)) for i in range(3)]
-            async with asyncio.timeout(STEP):
-                results = await asyncio.gather(*futures)
-            assert_answers(results)
-            total = sum(len(produce_answer(r)) for r in broker.requests_for(PRODUCE))
-            assert sum(reads) == total
-            # the bytes really did arrive in pieces, most of them alone
-            assert reads.count(1) > total // 2, reads
-            assert conn.in_flight == 0
-            assert not conn.closed
-        finally:
-            conn.close()
+    async with (
+        scripted(
+            collect_then_answer(3, reply), api_versions={18: (0, 4), 0: (3, produce_version)}
+        ) as broker,
+        answered(broker, 3) as (conn, reads),
+    ):
+        total = sum(len(produce_answer(r)) for r in broker.requests_for(PRODUCE))
+        assert sum(reads) == total
+        # the bytes really did arrive in pieces, most of them alone
+        assert reads.count(1) > total // 2, reads
+        assert conn.in_flight == 0
+        assert not conn.closed
 
 
 async def test_responses_coalesced_into_one_write() -> None:
     def reply(seen: list[ReceivedRequest]) -> bytes:
         return b"".join(produce_answer(r) for r in seen)
 
-    async with scripted(collect_then_answer(5, reply)) as broker:
-        conn = await connect(broker)
-        try:
-            reads = spy_on_reads(conn)
-            futures = [conn.send(produce_request(i)) for i in range(5)]
-            async with asyncio.timeout(STEP):
-                results = await asyncio.gather(*futures)
-            assert_answers(results)
-            assert len(reads) == 1, reads  # all five frames in one read
-            assert conn.in_flight == 0
-        finally:
-            conn.close()
+    async with (
+        scripted(collect_then_answer(5, reply)) as broker,
+        answered(broker, 5) as (conn, reads),
+    ):
+        assert len(reads) == 1, reads  # all five frames in one read
+        assert conn.in_flight == 0
 
 
 async def test_frames_cut_at_every_boundary() -> None:

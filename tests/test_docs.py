@@ -38,13 +38,13 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from checkout import REPO_ROOT, run_python
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from aiokafka_lite.cli import build_parser
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
 PAGES = [REPO_ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
@@ -193,15 +193,7 @@ def test_runnable_python_block(block: Block, bootstrap: str, tmp_path: Path) -> 
     ensure_read_topics(bootstrap, block.code)
     script = tmp_path / "block.py"
     script.write_text(block.code.replace(DOC_BROKER, bootstrap))
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_python(str(script), cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, f"{block.where} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
     # An example that leaves a failed future unread teaches users to lose errors.
     assert "never retrieved" not in proc.stderr, f"{block.where}:\n{proc.stderr[-3000:]}"
@@ -232,15 +224,7 @@ def test_runnable_spark_block(block: Block, bootstrap: str, tmp_path: Path) -> N
     script.write_text(block.code.replace(DOC_BROKER, bootstrap))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
     env.update(PYTHONPATH=str(REPO_ROOT), PATH=f"{other}{os.pathsep}{env.get('PATH', '')}")
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    proc = run_python(str(script), cwd=tmp_path, env=env, timeout=900)
     assert proc.returncode == 0, f"{block.where} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
     assert "not the interpreter with aiokafka_lite" not in proc.stderr
 
@@ -277,27 +261,21 @@ def check_cli(args: list[str]) -> None:
 
 @functools.cache
 def help_text(*command: str) -> str:
-    proc = subprocess.run(
-        [*command, "--help"],
-        cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, f"{shlex.join(command)} --help: {proc.stderr[-2000:]}"
+    """``python *command --help`` (``command``: the interpreter's arguments)."""
+    proc = run_python(*command, "--help", cwd=REPO_ROOT)
+    assert proc.returncode == 0, f"python {shlex.join(command)} --help: {proc.stderr[-2000:]}"
     return proc.stdout
 
 
 def check_options(command: tuple[str, ...], args: list[str]) -> None:
-    """Each ``--option`` (or ``-x``) in ``args`` is one that ``command --help`` lists."""
+    """Each ``--option`` (or ``-x``) in ``args`` is one that ``python *command --help``
+    lists."""
     helped = help_text(*command)
     for arg in args:
         if arg.startswith("-") and arg != "-":
             option = arg.split("=", 1)[0]
             assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", helped), (
-                f"{shlex.join(command)} has no option {option}"
+                f"python {shlex.join(command)} has no option {option}"
             )
 
 
@@ -307,7 +285,7 @@ def check_script(path: str, args: list[str]) -> None:
     if any(a.startswith("-") for a in args):
         # Only a script with a parser is asked for --help (another would just run).
         assert "argparse" in script.read_text(), f"{path} takes no options"
-        check_options((sys.executable, path), args)
+        check_options((path,), args)
 
 
 def check_pip_install(args: list[str]) -> None:
@@ -343,14 +321,7 @@ def check_uvicorn(args: list[str]) -> None:
 
 
 def check_python_c(code: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    proc = run_python("-c", code)
     assert proc.returncode == 0, f"python -c {code!r}: {proc.stderr[-2000:]}"
 
 
@@ -368,7 +339,7 @@ def check_command(argv: list[str]) -> None:
     elif cmd == "python" and args[:2] == ["-m", "pytest"]:
         check_pytest(args[2:])
     elif cmd == "python" and args[:2] == ["-m", "benchmarks.bench"]:
-        check_options((sys.executable, "-m", "benchmarks.bench"), args[2:])
+        check_options(("-m", "benchmarks.bench"), args[2:])
     elif cmd == "python" and args[:1] == ["-c"]:
         check_python_c(args[1])
     elif cmd == "python" and args and args[0].endswith(".py"):
@@ -379,7 +350,7 @@ def check_command(argv: list[str]) -> None:
     elif cmd == "pip" and args[:1] == ["install"]:
         check_pip_install(args[1:])
     elif cmd == "mkdocs":
-        check_options((sys.executable, "-m", "mkdocs", args[0]), args[1:])
+        check_options(("-m", "mkdocs", args[0]), args[1:])
     elif cmd == "uvicorn":
         check_uvicorn(args)
     else:

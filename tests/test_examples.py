@@ -6,34 +6,22 @@ What it wrote is read back with confluent-kafka (tests/readers.py), never our de
 from __future__ import annotations
 
 import ast
-import os
 import re
 import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from checkout import REPO_ROOT, run_python
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
 from readers import read_all_confluent
 
 from aiokafka_lite.embedded import EmbeddedBroker
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
 PARTITIONS = 4  # the example creates its topic with 4 partitions
 
 
 def run_quickstart(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "examples/quickstart.py", *args],
-        cwd=REPO_ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    return run_python("examples/quickstart.py", *args, cwd=REPO_ROOT, timeout=180)
 
 
 def expected_per_partition(count: int) -> dict[int, int]:

@@ -38,6 +38,7 @@ __all__ = [
     "check_errors",
     "check_fault_outcome",
     "check_log",
+    "outcome_of",
     "settle",
     "stop_in_time",
     "value",
@@ -80,6 +81,11 @@ async def settle(futures: Sequence[asyncio.Future[RecordMetadata]], within: floa
     """Wait (at most ``within`` s) for every future; sort them into acked/failed/pending."""
     if futures:
         await asyncio.wait(futures, timeout=within)
+    return outcome_of(futures)
+
+
+def outcome_of(futures: Sequence[asyncio.Future[RecordMetadata]]) -> Outcome:
+    """Sort the futures as they are now into acked, failed and pending (by record index)."""
     acked: dict[int, RecordMetadata] = {}
     failed: dict[int, BaseException] = {}
     pending: list[int] = []

@@ -4,7 +4,7 @@ Neither broker the tests run can add partitions: Tansu and librdkafka's mock clu
 both leave CreatePartitions (API key 37) out of their ApiVersions (confluent-kafka's
 AdminClient.create_partitions answers "not supported by broker"), and the mock has
 no call that grows a topic. So this uses the smallest honest stand-in: a scripted
-broker (tests/scripted_broker.py) that keeps a real log: it stores every batch it
+broker (tests/scripted_cluster.py's LogCluster) that keeps a real log: it stores every batch it
 is sent, parsed with kafka-python's record-batch reader (not our code), gives out
 offsets, and describes the topic with 2 partitions, then with 4.
 
@@ -16,93 +16,14 @@ over the new count says, and nothing is lost, doubled or reordered.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 
 from kafka.partitioner.default import murmur2  # type: ignore[import-untyped]
-from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
-from scripted_broker import ReceivedRequest, ScriptedBroker, answer
+from scripted_cluster import METADATA, LogCluster, Stored
 from test_faults_checks import Outcome, check_fault_outcome, value
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.protocol.metadata import (
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
-from aiokafka_lite.protocol.produce import (
-    PartitionProduceResponse,
-    ProduceResponse,
-    TopicProduceResponse,
-)
-from aiokafka_lite.protocol.transactions import InitProducerIdResponse
 
 TOPIC = "growing"
-NODE = 1
-
-
-@dataclass(frozen=True)
-class Stored:
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-
-
-@dataclass
-class LogBroker:
-    """Answers Metadata (``partitions`` of one topic, led by this broker),
-    InitProducerId, and Produce (appends to an in-memory log)."""
-
-    partitions: int
-    broker: ScriptedBroker = field(init=False)
-    log: dict[int, list[Stored]] = field(default_factory=dict)
-    metadata_requests: int = 0
-
-    def __call__(self, req: ReceivedRequest) -> bytes | None:
-        if req.api_key == 3:
-            self.metadata_requests += 1
-            topic = MetadataResponseTopic(
-                name=TOPIC,
-                partitions=[
-                    MetadataResponsePartition(
-                        partition_index=p, leader_id=NODE, leader_epoch=0, replica_nodes=[NODE]
-                    )
-                    for p in range(self.partitions)
-                ],
-            )
-            broker = MetadataResponseBroker(node_id=NODE, host="127.0.0.1", port=self.broker.port)
-            return answer(
-                req,
-                MetadataResponse(
-                    brokers=[broker], cluster_id="scripted", controller_id=NODE, topics=[topic]
-                ),
-            )
-        if req.api_key == 22:
-            return answer(req, InitProducerIdResponse(producer_id=4711, producer_epoch=0))
-        if req.api_key == 0:
-            produce = req.decode()
-            topics = []
-            for t in produce.topic_data:
-                results = []
-                for pd in t.partition_data:
-                    results.append(PartitionProduceResponse(pd.index, 0, self._append(pd)))
-                topics.append(TopicProduceResponse(name=t.name, partition_responses=results))
-            return answer(req, ProduceResponse(responses=topics))
-        return None
-
-    def _append(self, pd: object) -> int:
-        index: int = pd.index  # type: ignore[attr-defined]
-        log = self.log.setdefault(index, [])
-        base = len(log)
-        records = MemoryRecords(bytes(pd.records))  # type: ignore[attr-defined]
-        while (batch := records.next_batch()) is not None:
-            for r in batch:
-                log.append(Stored(index, len(log), r.key, r.value))
-        return base
-
-    def everything(self) -> list[Stored]:
-        return [r for p in sorted(self.log) for r in self.log[p]]
 
 
 def key_of(i: int) -> bytes | None:
@@ -115,9 +36,8 @@ def murmur2_partition(key: bytes, partitions: int) -> int:
 
 
 async def test_keyless_and_keyed_records_follow_added_partitions() -> None:
-    log = LogBroker(partitions=2)
-    async with ScriptedBroker(log) as broker:
-        log.broker = broker
+    log = LogCluster(topics={TOPIC: 2})
+    async with log.running() as broker:
         producer = AIOKafkaProducer(
             bootstrap_servers=broker.address,
             metadata_max_age_ms=200,
@@ -129,14 +49,14 @@ async def test_keyless_and_keyed_records_follow_added_partitions() -> None:
         for i in range(300):
             futures.append(await producer.send(TOPIC, value(i), key=key_of(i)))
         await asyncio.wait_for(asyncio.gather(*futures), 10)
-        log.partitions = 4  # the topic grows
-        requests_before = log.metadata_requests
+        log.topics[TOPIC] = 4  # the topic grows
+        requests_before = log.counts[METADATA]
         for _ in range(200):  # the next periodic refresh (metadata_max_age_ms) sees it
             if len(await producer.partitions_for(TOPIC)) == 4:
                 break
             await asyncio.sleep(0.05)
         assert len(await producer.partitions_for(TOPIC)) == 4
-        assert log.metadata_requests > requests_before
+        assert log.counts[METADATA] > requests_before
         grown_at = len(futures)
         for i in range(grown_at, grown_at + 600):
             futures.append(await producer.send(TOPIC, value(i), key=key_of(i)))
@@ -144,10 +64,11 @@ async def test_keyless_and_keyed_records_follow_added_partitions() -> None:
                 await asyncio.sleep(0.01)
 
         async def read(_: Outcome) -> list[Stored]:
-            return log.everything()
+            return log.records(TOPIC)
 
         outcome = await check_fault_outcome(producer, futures, read, key=key_of)
     assert len(outcome.acked) == len(futures)
+    assert log.resent == 0  # no batch was written twice and hidden by the broker's dedup
     for i, md in outcome.acked.items():
         k = key_of(i)
         count = 2 if i < grown_at else 4

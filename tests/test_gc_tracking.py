@@ -45,9 +45,7 @@ def tracked() -> int:
 
 async def test_send_records_are_not_tracked(bootstrap: str, topic_factory: TopicFactory) -> None:
     topic = topic_factory(2)
-    producer = producer_for(bootstrap)
-    await producer.start()
-    try:
+    async with producer_for(bootstrap) as producer:
         await producer.partitions_for(topic)
         keys = [b"key-%d" % i for i in range(RECORDS)]
         value = b"v" * 20
@@ -70,17 +68,13 @@ async def test_send_records_are_not_tracked(bootstrap: str, topic_factory: Topic
         await producer.flush()
         delivered = await gathering
         assert not any(gc.is_tracked(md) for md in delivered)
-    finally:
-        await producer.stop()
 
 
 async def test_send_many_records_are_not_tracked(
     bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     topic = topic_factory(2)
-    producer = producer_for(bootstrap)
-    await producer.start()
-    try:
+    async with producer_for(bootstrap) as producer:
         await producer.partitions_for(topic)
         pairs = [(b"key-%d" % i, b"v" * 20) for i in range(RECORDS)]
         before = tracked()
@@ -92,17 +86,13 @@ async def test_send_many_records_are_not_tracked(
         report = await fut
         assert len(report) == RECORDS
         assert not any(gc.is_tracked(report[i]) for i in range(0, RECORDS, 97))
-    finally:
-        await producer.stop()
 
 
 async def test_batch_builder_records_are_not_tracked(
     bootstrap: str, topic_factory: TopicFactory
 ) -> None:
     topic = topic_factory(1)
-    producer = producer_for(bootstrap)
-    await producer.start()
-    try:
+    async with producer_for(bootstrap) as producer:
         batch = producer.create_batch()
         before = tracked()
         appended = [batch.append(key=b"k%d" % i, value=b"v" * 20) for i in range(500)]
@@ -114,5 +104,3 @@ async def test_batch_builder_records_are_not_tracked(
         assert not any(gc.is_tracked(md) for md in appended)
         md = await (await producer.send_batch(batch, topic, partition=0))
         assert md.partition == 0
-    finally:
-        await producer.stop()

@@ -18,8 +18,11 @@ gather is also pinned by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -59,14 +62,25 @@ def use_twin(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> None:
     producer._fast_append = path.append
 
 
+@contextlib.asynccontextmanager
+async def first_sent(
+    cls: Any, bootstrap: str, topic_factory: TopicFactory
+) -> AsyncIterator[tuple[AIOKafkaProducer[Any, Any], str]]:
+    """A started producer (``BATCH``-byte batches) with the fast path of twin ``cls`` (see
+    :func:`use_twin`), and a new one-partition topic where it sent a first record
+    (b"first", at offset 0)."""
+    topic = topic_factory(1)
+    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
+        use_twin(cls, producer)
+        await producer.send_and_wait(topic, b"first", b"k")
+        yield producer, topic
+
+
 @pytest.mark.parametrize(("cls", "key"), CASES)
 async def test_a_loop_of_awaited_sends_gets_acknowledgements_while_it_runs(
     cls: Any, key: bytes | None, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
-    topic = topic_factory(1)
-    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
-        use_twin(cls, producer)
-        await producer.send_and_wait(topic, b"first", b"k")  # metadata known
+    async with first_sent(cls, bootstrap, topic_factory) as (producer, topic):
         futures = []
         for i in range(LOOP):
             futures.append(await producer.send(topic, value(i), key))
@@ -82,43 +96,49 @@ async def test_a_loop_of_awaited_sends_gets_acknowledgements_while_it_runs(
     assert [r.value for r in read] == [b"first", *(value(i) for i in range(len(futures)))]
 
 
-async def loop_in_its_first_hand_over(
-    cls: Any, producer: AIOKafkaProducer[Any, Any], topic: str, key: bytes | None
-) -> tuple[asyncio.Task[None], list[Any]]:
-    """With the fast path of twin ``cls`` (see use_twin) and a first record (b"first", at
-    offset 0) sent: a task awaiting send() in a loop, started and now in its first
-    hand-over's yield; and the futures its sends have returned so far."""
-    use_twin(cls, producer)
-    await producer.send_and_wait(topic, b"first", b"k")
-    futures: list[Any] = []
+@dataclass
+class Looping:
+    producer: AIOKafkaProducer[Any, Any]
+    topic: str
+    task: asyncio.Task[None]  # awaiting send() in a loop
+    futures: list[Any]  # what its sends have returned
 
-    async def sending() -> None:
-        for i in range(LOOP):
-            futures.append(await producer.send(topic, value(i), key))
 
-    task = asyncio.create_task(sending())
-    await asyncio.sleep(0)  # the loop runs until its first hand-over yields
-    assert not task.done() and 0 < len(futures) < LOOP
-    return task, futures
+@contextlib.asynccontextmanager
+async def in_its_first_hand_over(
+    cls: Any, key: bytes | None, bootstrap: str, topic_factory: TopicFactory
+) -> AsyncIterator[Looping]:
+    """:func:`first_sent`'s producer and topic, and a task awaiting send() of ``key``'s
+    records in a loop, started and now in its first hand-over's yield; and the futures
+    its sends have returned so far."""
+    async with first_sent(cls, bootstrap, topic_factory) as (producer, topic):
+        futures: list[Any] = []
+
+        async def sending() -> None:
+            for i in range(LOOP):
+                futures.append(await producer.send(topic, value(i), key))
+
+        task = asyncio.create_task(sending())
+        await asyncio.sleep(0)  # the loop runs until its first hand-over yields
+        assert not task.done() and 0 < len(futures) < LOOP
+        yield Looping(producer, topic, task, futures)
 
 
 @pytest.mark.parametrize(("cls", "key"), CASES)
 async def test_a_send_cancelled_while_it_hands_over_appends_nothing(
     cls: Any, key: bytes | None, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
-    topic = topic_factory(1)
-    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
-        task, futures = await loop_in_its_first_hand_over(cls, producer, topic, key)
-        task.cancel()  # ... in that yield: the send in progress raises
+    async with in_its_first_hand_over(cls, key, bootstrap, topic_factory) as looping:
+        looping.task.cancel()  # ... in that yield: the send in progress raises
         with pytest.raises(asyncio.CancelledError):
-            await task
-        n = len(futures)
+            await looping.task
+        n = len(looping.futures)
         # Exactly the records whose futures were returned are sent: the next record
         # sent gets the offset after them.
-        after = await producer.send_and_wait(topic, b"after", b"k")
+        after = await looping.producer.send_and_wait(looping.topic, b"after", b"k")
         assert after.offset == 1 + n
-        assert [md.offset for md in await asyncio.gather(*futures)] == list(range(1, 1 + n))
-    read = read_all_confluent(bootstrap, topic, 3 + n, idle=2.0, at_least=2 + n)
+        assert [md.offset for md in await asyncio.gather(*looping.futures)] == list(range(1, 1 + n))
+    read = read_all_confluent(bootstrap, looping.topic, 3 + n, idle=2.0, at_least=2 + n)
     assert [r.value for r in read] == [b"first", *(value(i) for i in range(n)), b"after"]
 
 
@@ -126,16 +146,14 @@ async def test_a_send_cancelled_while_it_hands_over_appends_nothing(
 async def test_a_send_whose_producer_stops_while_it_hands_over_raises(
     cls: Any, key: bytes | None, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
-    topic = topic_factory(1)
-    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
-        task, futures = await loop_in_its_first_hand_over(cls, producer, topic, key)
-        n = len(futures)
-        await producer.stop()  # begins before the loop resumes, delivers what was sent
+    async with in_its_first_hand_over(cls, key, bootstrap, topic_factory) as looping:
+        n = len(looping.futures)
+        await looping.producer.stop()  # begins before the loop resumes, delivers what was sent
         with pytest.raises(ProducerClosedError):
-            await task
-        assert len(futures) == n  # nothing appended after stop() began
-        assert [f.result().offset for f in futures] == list(range(1, 1 + n))
-    read = read_all_confluent(bootstrap, topic, 2 + n, idle=2.0, at_least=1 + n)
+            await looping.task
+        assert len(looping.futures) == n  # nothing appended after stop() began
+        assert [f.result().offset for f in looping.futures] == list(range(1, 1 + n))
+    read = read_all_confluent(bootstrap, looping.topic, 2 + n, idle=2.0, at_least=1 + n)
     assert [r.value for r in read] == [b"first", *(value(i) for i in range(n))]
 
 
@@ -145,10 +163,7 @@ async def test_tasks_that_each_send_once_never_yield_to_hand_over(
 ) -> None:
     """Each task of a gather finds at most one full batch: none of them yields, so every
     send() completes in the task's first step (it would not if a send() had yielded)."""
-    topic = topic_factory(1)
-    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
-        use_twin(cls, producer)
-        await producer.send_and_wait(topic, b"first", b"k")
+    async with first_sent(cls, bootstrap, topic_factory) as (producer, topic):
         tasks = [asyncio.create_task(producer.send(topic, value(i), key)) for i in range(2000)]
         await asyncio.sleep(0)  # every task has run its first step
         assert all(t.done() for t in tasks)
@@ -164,10 +179,7 @@ async def test_one_shot_tasks_in_rounds_keep_the_order_of_their_calls(
     task often reuses the memory (and id()) of a finished one that filled the last batch;
     it must not be taken for that task and yield, or later tasks would append first."""
     rnd = random.Random(5)
-    topic = topic_factory(1)
-    async with started(bootstrap, batch_size=BATCH, linger_ms=5) as producer:
-        use_twin(cls, producer)
-        await producer.send_and_wait(topic, b"first", b"k")
+    async with first_sent(cls, bootstrap, topic_factory) as (producer, topic):
         futures: list[Any] = []
 
         async def one(i: int) -> None:

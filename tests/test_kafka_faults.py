@@ -16,30 +16,29 @@ one to bring back. Transactions: tests/test_kafka_faults_txn.py.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from invariants import Watch
 from kafka.partitioner.default import murmur2  # type: ignore[import-untyped]
 from kafka_cluster import KafkaCluster
 from kafka_faults import (
+    FAULT_MARKS,
     Stream,
     add_partitions,
     busiest_leader,
     delete_topic,
     fully_replicated,
-    heal,
     keyed,
-    module_cluster,
     named_cause,
     new_topic,
-    outcome_of,
     producer_for,
     read_back_both,
     streaming,
     wait_for,
 )
-from test_faults_checks import Outcome, check_errors
+from test_faults_checks import Outcome, check_errors, outcome_of
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import (
@@ -49,25 +48,7 @@ from aiokafka_lite.errors import (
     UnknownTopicOrPartitionError,
 )
 
-# A case's time includes healing what the previous one broke (restarting a killed node
-# and its replicas catching up: over a minute on a busy 2-core machine).
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.xdist_group("apache_kafka_faults"),
-    pytest.mark.timeout(240),
-]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    yield from module_cluster(tmp_path_factory)
-
-
-@pytest.fixture
-def healthy(cluster: KafkaCluster) -> KafkaCluster:
-    """The cluster with every node up and every partition fully in sync."""
-    heal(cluster)
-    return cluster
+pytestmark = FAULT_MARKS
 
 
 async def finish(
@@ -110,33 +91,47 @@ async def finish(
     return outcome
 
 
+async def begin_stream(
+    cluster: KafkaCluster,
+    key: Callable[[int], bytes | None] = keyed,
+    partitions: int = 6,
+    **config: Any,
+) -> tuple[Watch, AIOKafkaProducer, Stream]:
+    """The watch begun, then a started producer (:func:`producer_for` with ``config``)
+    streaming records keyed by ``key`` to a new topic of ``partitions`` (``stream.topic``)."""
+    watch = Watch.begin()
+    topic = new_topic(cluster, partitions)
+    producer = producer_for(cluster, **config)
+    await producer.start()
+    return watch, producer, await streaming(producer, topic, key)
+
+
+async def fault_busiest_leader(
+    cluster: KafkaCluster, stream: Stream, used: set[int], fault: Callable[[int], Any]
+) -> int:
+    """``fault(node)`` (in a thread) on the node leading most of the stream's partitions;
+    returns once every partition in ``used`` acknowledged records sent after it. The node."""
+    node = busiest_leader(cluster, stream.topic)
+    mark = len(stream.futures)
+    await asyncio.to_thread(fault, node)
+    await stream.progress(mark, used)
+    return node
+
+
 async def test_leader_of_busy_partitions_killed(healthy: KafkaCluster) -> None:
     """kill -9 of the node leading most partitions: leaders move, nothing fails or doubles."""
-    watch = Watch.begin()
-    topic = new_topic(healthy)
-    producer = producer_for(healthy)
-    await producer.start()
-    stream = await streaming(producer, topic, keyed)
+    watch, producer, stream = await begin_stream(healthy)
     used = stream.acked_partitions(0)
-    victim = busiest_leader(healthy, topic)
-    mark = len(stream.futures)
-    await asyncio.to_thread(healthy.kill, victim)
-    await stream.progress(mark, used)  # every partition written again, under new leaders
+    # every partition written again, under new leaders
+    await fault_busiest_leader(healthy, stream, used, healthy.kill)
     await finish(healthy, producer, stream, watch, key=keyed)
 
 
 async def test_controlled_restart_of_a_leader(healthy: KafkaCluster) -> None:
     """SIGTERM (controlled shutdown) of a leader, then start it again, while streaming."""
-    watch = Watch.begin()
-    topic = new_topic(healthy)
-    producer = producer_for(healthy)
-    await producer.start()
-    stream = await streaming(producer, topic, keyed)
+    watch, producer, stream = await begin_stream(healthy)
     used = stream.acked_partitions(0)
-    node = busiest_leader(healthy, topic)
-    mark = len(stream.futures)
-    await asyncio.to_thread(healthy.stop_node, node)
-    await stream.progress(mark, used)
+    node = await fault_busiest_leader(healthy, stream, used, healthy.stop_node)
     await asyncio.to_thread(healthy.start_node, node)
     await asyncio.to_thread(wait_for, lambda: fully_replicated(healthy), 90, "node back in ISR")
     mark = len(stream.futures)
@@ -147,11 +142,7 @@ async def test_controlled_restart_of_a_leader(healthy: KafkaCluster) -> None:
 @pytest.mark.timeout(300)
 async def test_rolling_restart_of_all_nodes(healthy: KafkaCluster) -> None:
     """Each node in turn: controlled shutdown, records flow, start, back in sync."""
-    watch = Watch.begin()
-    topic = new_topic(healthy)
-    producer = producer_for(healthy)
-    await producer.start()
-    stream = await streaming(producer, topic, keyed)
+    watch, producer, stream = await begin_stream(healthy)
     used = stream.acked_partitions(0)
     for node in healthy.nodes:
         await asyncio.to_thread(healthy.stop_node, node.node_id)
@@ -173,11 +164,9 @@ async def test_two_nodes_down_then_back(healthy: KafkaCluster) -> None:
     fences the old epoch's requests): a record that failed but was written anyway (the
     survivor had appended it) is still in send order in its partition.
     """
-    watch = Watch.begin()
-    topic = new_topic(healthy)
-    producer = producer_for(healthy, request_timeout_ms=5000, delivery_timeout_ms=20000)
-    await producer.start()
-    stream = await streaming(producer, topic, keyed)
+    watch, producer, stream = await begin_stream(
+        healthy, request_timeout_ms=5000, delivery_timeout_ms=20000
+    )
     idem = producer._sender._idem
     assert idem is not None
     first_id, first_epoch = idem.producer_id, idem.epoch
@@ -204,7 +193,7 @@ async def test_two_nodes_down_then_back(healthy: KafkaCluster) -> None:
         allowed=(KafkaTimeoutError, NotEnoughReplicasError, DeliveryOutcomeUnknownError),
         read_back=False,
     )
-    written = await read_back_both(healthy, topic, outcome, key=keyed)  # in send order
+    written = await read_back_both(healthy, stream.topic, outcome, key=keyed)  # in send order
     assert survivor.alive
     during = [i for i in outcome.acked if i >= outage_start]
     assert during, "no record sent during the outage was delivered after it"
@@ -221,11 +210,10 @@ async def test_partitions_added_mid_stream(healthy: KafkaCluster) -> None:
     def key_of(i: int) -> bytes | None:
         return None if i % 2 else f"k{i % 40}".encode()
 
-    watch = Watch.begin()
-    topic = new_topic(healthy, partitions=2)
-    producer = producer_for(healthy, metadata_max_age_ms=1000, batch_size=512)
-    await producer.start()
-    stream = await streaming(producer, topic, key_of)
+    watch, producer, stream = await begin_stream(
+        healthy, key_of, partitions=2, metadata_max_age_ms=1000, batch_size=512
+    )
+    topic = stream.topic
     before = len(stream.futures)
     await asyncio.to_thread(add_partitions, healthy, topic, 4)
     for _ in range(300):
@@ -251,13 +239,10 @@ async def test_topic_deleted_mid_stream(healthy: KafkaCluster) -> None:
 
     Nothing is read back: the topic (and what was acknowledged in it) is gone.
     """
-    watch = Watch.begin()
-    topic = new_topic(healthy, partitions=3)
-    producer = producer_for(
-        healthy, request_timeout_ms=3000, delivery_timeout_ms=10000, max_block_ms=3000
+    watch, producer, stream = await begin_stream(
+        healthy, partitions=3, request_timeout_ms=3000, delivery_timeout_ms=10000, max_block_ms=3000
     )
-    await producer.start()
-    stream = await streaming(producer, topic, keyed)
+    topic = stream.topic
     await asyncio.to_thread(delete_topic, healthy, topic)
     deleted_at = len(stream.futures)
     # Streams on until send() itself refuses the topic (no metadata within max_block_ms).

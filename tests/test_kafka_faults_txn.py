@@ -22,20 +22,18 @@ import pytest
 from invariants import Watch
 from kafka_cluster import KafkaCluster
 from kafka_faults import (
+    FAULT_MARKS,
     Stream,
-    heal,
     keyed,
-    module_cluster,
     named_cause,
     new_topic,
-    outcome_of,
     producer_for,
     read_back_both,
     transaction_coordinator,
     transaction_state,
     wait_for,
 )
-from test_faults_checks import Outcome, check_errors, stop_in_time, value
+from test_faults_checks import Outcome, check_errors, outcome_of, stop_in_time, value
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import (
@@ -46,13 +44,7 @@ from aiokafka_lite.errors import (
     TransactionAbortedError,
 )
 
-# A case's time includes healing what the previous one broke (restarting a killed node
-# and its replicas catching up: over a minute on a busy 2-core machine).
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.xdist_group("apache_kafka_faults"),
-    pytest.mark.timeout(240),
-]
+pytestmark = FAULT_MARKS
 
 #: transaction_timeout_ms of the failover cases: longer than the waits they allow for a
 #: failover (90 s), which a loaded 2-core machine can use up. With the default (60 s)
@@ -63,18 +55,6 @@ FAILOVER_TXN_TIMEOUT_MS = 300_000
 
 #: Records of a later transaction (or another producer) are numbered from here on.
 LATER = 1_000_000
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    yield from module_cluster(tmp_path_factory)
-
-
-@pytest.fixture
-def healthy(cluster: KafkaCluster) -> KafkaCluster:
-    """The cluster with every node up and every partition fully in sync."""
-    heal(cluster)
-    return cluster
 
 
 async def stream_until(stream: Stream, count: int, timeout: float = 60.0) -> None:

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from conftest import create_topic
 from kafka_cluster import KafkaCluster, missing_reason
+from test_transactions import commit_abort_commit
 from txnlog import read_confluent
 
-from aiokafka_lite import AIOKafkaProducer, TopicPartition
+from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.connection import BrokerConnection
 
 pytestmark = [
@@ -67,21 +68,8 @@ async def test_transactions_v1_on_apache_kafka_4(
     try:
         txn = p._sender.transactions
         assert txn is not None and txn.v2 is False
-        epoch = txn.idem.epoch
-        committed: list[bytes] = []
-        for round_ in range(3):
-            p.begin_transaction()
-            values = [b"r%d-%d" % (round_, i) for i in range(6)]
-            for i, v in enumerate(values):
-                await p.send(topic, v, partition=i % 3)
-            await p.send_offsets_to_transaction({TopicPartition(topic, 0): round_ + 1}, group)
-            if round_ == 1:
-                await p.flush()
-                await p.abort_transaction()
-            else:
-                await p.commit_transaction()
-                committed += values
-            assert txn.idem.epoch == epoch  # v1: one epoch for every transaction
+        committed, epochs = await commit_abort_commit(p, topic, group, 6)
+        assert epochs == [epochs[0]] * 4  # v1: one epoch for every transaction
     finally:
         await p.stop()
     versions = {name: {v for (n, v) in sent if n == name} for name, _ in sent}

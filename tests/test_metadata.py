@@ -559,15 +559,21 @@ async def test_retry_backoff_between_metadata_attempts(mock3: MockCluster) -> No
 # -- the producer's send() awaiting a version bump ---------------------------------------------
 
 
+def no_auto_create(cluster: MockCluster, max_block_ms: int) -> AIOKafkaProducer:
+    """A producer whose send() to an unknown topic waits on metadata refreshes (every
+    20 ms) for the topic to appear, at most ``max_block_ms``."""
+    return AIOKafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        allow_auto_create_topics=False,
+        retry_backoff_ms=20,
+        max_block_ms=max_block_ms,
+    )
+
+
 async def test_send_waits_for_the_metadata_of_a_topic_created_meanwhile(
     mock3: MockCluster,
 ) -> None:
-    async with AIOKafkaProducer(
-        bootstrap_servers=mock3.bootstrap_servers,
-        allow_auto_create_topics=False,
-        retry_backoff_ms=20,
-        max_block_ms=30_000,
-    ) as producer:
+    async with no_auto_create(mock3, max_block_ms=30_000) as producer:
         metadata = producer._client.metadata
         version = metadata.version
         send = asyncio.create_task(producer.send_and_wait("later", b"v"))
@@ -583,12 +589,7 @@ async def test_send_waits_for_the_metadata_of_a_topic_created_meanwhile(
 async def test_send_for_a_topic_that_never_appears_fails_after_max_block_ms(
     mock3: MockCluster,
 ) -> None:
-    async with AIOKafkaProducer(
-        bootstrap_servers=mock3.bootstrap_servers,
-        allow_auto_create_topics=False,
-        retry_backoff_ms=20,
-        max_block_ms=300,
-    ) as producer:
+    async with no_auto_create(mock3, max_block_ms=300) as producer:
         mock3.create_topic("exists", partitions=1)
         assert await producer.partitions_for("exists") == {0}
         version = producer._client.metadata.version

@@ -11,14 +11,13 @@ confluent-kafka reads back what it wrote.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kafka_cluster import KafkaCluster, missing_reason
-from kafka_security import oidc_kafka
+from kafka_security import oidc_kafka, stream_across_sessions
 from oidc_server import AUDIENCE, LocalIdP
 from readers import read_all_confluent
 
@@ -73,36 +72,20 @@ async def test_token_that_expires_mid_stream_loses_and_duplicates_nothing(
     from the endpoint each time; confluent-kafka reads every record once, in order."""
     provider = OIDCClientCredentials(idp.token_url, CLIENT, SECRET, scope="kafka")
     topic = await new_topic(kafka)
-    futures = []
-    async with AIOKafkaProducer(**oidc_config(kafka, provider), linger_ms=5) as producer:
-        await producer.partitions_for(topic)
-        leader = producer._client.connection(1)  # the node's one connection (internal)
-        assert leader is not None
-        deadline = time.monotonic() + 2 * LIFETIME + 1
-        i = 0
-        while time.monotonic() < deadline:
-            futures.append(await producer.send(topic, b"%d" % i, key=b"%d" % (i % 2)))
-            i += 1
-            await asyncio.sleep(0.01)
-        results = await asyncio.wait_for(asyncio.gather(*futures), 30)
-        assert producer._client.connection(1) is leader  # never cut off, never reconnected
-        assert leader.authentications >= 3
+    config = {**oidc_config(kafka, provider), "linger_ms": 5}
+    written = await stream_across_sessions(config, topic, 2 * LIFETIME + 1)
     assert provider.fetches >= 3 and len(idp.issued) == provider.fetches
     assert all(r["basic"] for r in idp.requests)  # client secret in the Basic header
-    written = sorted((md.partition, md.offset, b"%d" % n) for n, md in enumerate(results))
-    for partition in {p for p, _, _ in written}:
-        offsets = [o for p, o, _ in written if p == partition]
-        assert offsets == list(range(len(offsets)))
     records = await asyncio.to_thread(
         read_all_confluent,
         kafka.bootstrap("PLAINTEXT"),
         topic,
-        i + 1,
+        len(written) + 1,
         30.0,
         idle=1.0,
-        at_least=i,
+        at_least=len(written),
     )
-    assert [r.value for r in records] == [v for _, _, v in written]
+    assert [r.value for r in records] == written
 
 
 async def test_wrong_client_secret_is_a_clear_error(kafka: KafkaCluster, idp: LocalIdP) -> None:

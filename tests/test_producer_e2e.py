@@ -199,11 +199,8 @@ async def test_try_send_fails_fast_when_buffer_is_full(
 
 @pytest.mark.tansu_only("kills its broker (fresh_broker) so that memory never frees")
 async def test_send_waits_at_most_max_block_ms_for_memory(
-    fresh_broker: object, topic_factory: TopicFactory
+    fresh_broker: EmbeddedBroker, topic_factory: TopicFactory
 ) -> None:
-    from aiokafka_lite.embedded import EmbeddedBroker
-
-    assert isinstance(fresh_broker, EmbeddedBroker)
     topic = topic_factory(1, bootstrap=fresh_broker.bootstrap_servers)
     producer = AIOKafkaProducer(
         bootstrap_servers=fresh_broker.bootstrap_servers,
@@ -395,13 +392,10 @@ def _our_tasks() -> set[asyncio.Task[object]]:
 
 @pytest.mark.tansu_only("kills its broker (fresh_broker)")
 async def test_stop_with_broker_killed_returns_in_time(
-    fresh_broker: object, topic_factory: TopicFactory
+    fresh_broker: EmbeddedBroker, topic_factory: TopicFactory
 ) -> None:
     import psutil
 
-    from aiokafka_lite.embedded import EmbeddedBroker
-
-    assert isinstance(fresh_broker, EmbeddedBroker)
     topic = topic_factory(1, bootstrap=fresh_broker.bootstrap_servers)
     before = _our_tasks()
     producer = AIOKafkaProducer(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given, settings
@@ -40,29 +41,26 @@ class Rec:
     headers: list[Header]
 
 
-def build(
-    base: int,
-    records: list[Rec],
-    *,
-    producer_id: int = NO_PRODUCER_ID,
-    producer_epoch: int = NO_PRODUCER_EPOCH,
-    base_sequence: int = NO_SEQUENCE,
-    transactional: bool = False,
-) -> bytes:
+class Ids(NamedTuple):
+    """What ``close()`` writes into a batch's header (its defaults: a plain producer's)."""
+
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    base_sequence: int = NO_SEQUENCE
+    transactional: bool = False
+
+
+PLAIN = Ids()
+
+
+def build(base: int, records: list[Rec], ids: Ids = PLAIN) -> bytes:
     b = RecordBatchBuilder(base)
     for r in records:
         before = b.size
         added = b.append(r.timestamp, r.key, r.value, r.headers, BIG)
         assert added > 0
         assert b.size == before + added  # the return value is exactly the bytes added
-    return bytes(
-        b.close(
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            base_sequence=base_sequence,
-            transactional=transactional,
-        )
-    )
+    return bytes(b.close(**ids._asdict()))
 
 
 def parse(buf: bytes) -> tuple[DefaultRecordBatch, list]:
@@ -72,16 +70,7 @@ def parse(buf: bytes) -> tuple[DefaultRecordBatch, list]:
     return batch, list(batch)
 
 
-def check_batch(
-    buf: bytes,
-    base: int,
-    records: list[Rec],
-    *,
-    producer_id: int = NO_PRODUCER_ID,
-    producer_epoch: int = NO_PRODUCER_EPOCH,
-    base_sequence: int = NO_SEQUENCE,
-    transactional: bool = False,
-) -> None:
+def check_batch(buf: bytes, base: int, records: list[Rec], ids: Ids = PLAIN) -> None:
     batch, parsed = parse(buf)
     # header fields (the ones kafka-python does not check itself, too)
     assert batch.magic == 2
@@ -90,11 +79,11 @@ def check_batch(
     assert batch_length == len(buf) - 12
     assert batch.size_in_bytes == len(buf)
     assert batch.leader_epoch == -1  # NO_PARTITION_LEADER_EPOCH, as the Java producer writes
-    assert batch.producer_id == producer_id
-    assert batch.producer_epoch == producer_epoch
-    assert batch.base_sequence == base_sequence
-    assert batch.is_transactional is transactional
-    assert batch.attributes == (0x10 if transactional else 0)  # no codec, CreateTime
+    assert batch.producer_id == ids.producer_id
+    assert batch.producer_epoch == ids.producer_epoch
+    assert batch.base_sequence == ids.base_sequence
+    assert batch.is_transactional is ids.transactional
+    assert batch.attributes == (0x10 if ids.transactional else 0)  # no codec, CreateTime
     assert not batch.is_control_batch
     assert batch.records_count == len(records)
     assert batch.last_offset_delta == len(records) - 1
@@ -186,9 +175,7 @@ def test_bytes_identical_to_kafka_python_builder() -> None:
         Rec(base - 10, b"", None, [("k", None), ("k", b"x"), ("ключ", b"")]),
         Rec(base + 2**40, b"k" * 20_000, b"v" * 1024, []),
     ]
-    ours = build(
-        base, records, producer_id=5, producer_epoch=2, base_sequence=7, transactional=True
-    )
+    ours = build(base, records, Ids(5, 2, 7, transactional=True))
     kp = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=0,
@@ -232,23 +219,8 @@ def test_header_fields_as_given_to_close(
     producer_id: int, producer_epoch: int, base_sequence: int, transactional: bool
 ) -> None:
     records = [Rec(10, b"a", b"1", []), Rec(11, b"b", b"2", [("h", b"v")])]
-    buf = build(
-        10,
-        records,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        transactional=transactional,
-    )
-    check_batch(
-        buf,
-        10,
-        records,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        transactional=transactional,
-    )
+    ids = Ids(producer_id, producer_epoch, base_sequence, transactional)
+    check_batch(build(10, records, ids), 10, records, ids)
 
 
 def test_transactional_flag_is_attribute_bit_0x10() -> None:
@@ -271,20 +243,12 @@ def test_close_twice_rewrites_header_and_crc() -> None:
     for r in records:
         b.append(r.timestamp, r.key, r.value, r.headers, BIG)
     first = bytes(b.close(producer_id=42, producer_epoch=0, base_sequence=0))
-    check_batch(first, base, records, producer_id=42, producer_epoch=0, base_sequence=0)
+    check_batch(first, base, records, Ids(producer_id=42, producer_epoch=0, base_sequence=0))
     # A retry with a bumped epoch and a new sequence, now inside a transaction.
     second = bytes(b.close(producer_id=43, producer_epoch=1, base_sequence=17, transactional=True))
     assert second != first
     assert len(second) == len(first)  # the header is rewritten in place, nothing appended
-    check_batch(
-        second,
-        base,
-        records,
-        producer_id=43,
-        producer_epoch=1,
-        base_sequence=17,
-        transactional=True,
-    )
+    check_batch(second, base, records, Ids(43, 1, 17, transactional=True))
     # and back to no producer id: the CRC follows again
     third = bytes(b.close())
     check_batch(third, base, records)
@@ -452,23 +416,9 @@ def test_random_batches_round_trip(
         added = b.append(r.timestamp, r.key, r.value, r.headers, BIG)
         assert b.size == before + added
         assert 0 < added <= record_size(r.key, r.value, r.headers)
-    buf = bytes(
-        b.close(
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            base_sequence=base_sequence,
-            transactional=transactional,
-        )
-    )
-    check_batch(
-        buf,
-        base,
-        records,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        transactional=transactional,
-    )
+    ids = Ids(producer_id, producer_epoch, base_sequence, transactional)
+    buf = bytes(b.close(**ids._asdict()))
+    check_batch(buf, base, records, ids)
     kp = DefaultRecordBatchBuilder(
         2, 0, transactional, producer_id, producer_epoch, base_sequence, BIG
     )

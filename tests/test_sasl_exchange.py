@@ -24,30 +24,18 @@ from certs import make_server_certs
 from faultproxy import FaultProxy
 from scramp import ScramException, ScramMechanism
 from scripted_broker import CLOSE, ReceivedRequest, ScriptedBroker, answer
+from scripted_cluster import LogCluster
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.connection import BrokerConnection
 from aiokafka_lite.errors import AuthenticationFailedError
 from aiokafka_lite.protocol.handshake import SaslAuthenticateResponse, SaslHandshakeResponse
-from aiokafka_lite.protocol.metadata import (
-    MetadataRequest,
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
-from aiokafka_lite.protocol.produce import (
-    PartitionProduceResponse,
-    ProduceResponse,
-    TopicProduceResponse,
-)
-from aiokafka_lite.protocol.transactions import InitProducerIdResponse
+from aiokafka_lite.protocol.metadata import MetadataRequest
 from aiokafka_lite.sasl_authenticate import MIN_REAUTH_INTERVAL
 from aiokafka_lite.security import OAuthToken, Security
 
 PRODUCE, METADATA, HANDSHAKE, AUTHENTICATE, API_VERSIONS = 0, 3, 17, 36, 18
-INIT_PRODUCER_ID = 22
 VERSIONS = {0: (3, 11), 3: (1, 12), 18: (0, 4), 17: (0, 1), 22: (0, 4), 36: (0, 2)}
 PASSWORD = "s3cret-pa55"
 SCHEDULING_SLACK = 0.25  # seconds; see SaslBroker.__call__
@@ -80,6 +68,9 @@ class SaslBroker:
         self.metadata_delay = metadata_delay
         self.leader_connection_fails = leader_connection_fails
         self.broker = ScriptedBroker(self, api_versions=dict(VERSIONS))
+        # Once authenticated: a healthy one-broker cluster (topics made when first asked).
+        leader = None if advertised_port is None else ("127.0.0.1", advertised_port)
+        self.cluster = LogCluster(topics={}, auto_create=True, leader=leader, broker=self.broker)
         self.expires: dict[int, float] = {}  # connection -> monotonic session end
         self.auth_bytes: list[tuple[int, bytes]] = []
         self.expired_requests = 0
@@ -120,55 +111,13 @@ class SaslBroker:
         if time.monotonic() > self.expires.get(conn, 0.0) + lag:
             self.expired_requests += 1
             return CLOSE  # unauthenticated, or the session expired: as Kafka, close
-        if req.api_key == METADATA:
-            if self.metadata_delay:
-                await asyncio.sleep(self.metadata_delay)
-            return answer(req, self.metadata(req))
-        if req.api_key == INIT_PRODUCER_ID:
-            return answer(req, InitProducerIdResponse(producer_id=1, producer_epoch=0))
+        if req.api_key == METADATA and self.metadata_delay:
+            await asyncio.sleep(self.metadata_delay)
         if req.api_key == PRODUCE:
             self.produced += 1
             if self.close_after_first_produce and self.produced == 2:
                 return CLOSE  # the connection breaks; reconnecting must authenticate again
-            topics = req.decode().topic_data
-            return answer(
-                req,
-                ProduceResponse(
-                    responses=[
-                        TopicProduceResponse(
-                            name=t.name,
-                            partition_responses=[
-                                PartitionProduceResponse(index=p.index, base_offset=0)
-                                for p in t.partition_data
-                            ],
-                        )
-                        for t in topics
-                    ]
-                ),
-            )
-        return None
-
-    def metadata(self, req: ReceivedRequest) -> MetadataResponse:
-        topics = req.decode().topics or []
-        return MetadataResponse(
-            brokers=[
-                MetadataResponseBroker(
-                    node_id=1, host="127.0.0.1", port=self.advertised_port or self.broker.port
-                )
-            ],
-            controller_id=1,
-            topics=[
-                MetadataResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        MetadataResponsePartition(
-                            partition_index=0, leader_id=1, replica_nodes=[1], isr_nodes=[1]
-                        )
-                    ],
-                )
-                for t in topics
-            ],
-        )
+        return self.cluster.healthy_answer(req)
 
     def requests(self, connection: int) -> list[int]:
         return [r.api_key for r in self.broker.requests if r.connection == connection]
@@ -691,7 +640,7 @@ async def test_buffered_records_fail_promptly_when_reconnecting_cannot_authentic
             sent = await asyncio.wait_for(await producer.send_many("t", [(None, b"m")] * 3), 10)
             assert not sent.errors and len(sent) == 3
             last = await asyncio.wait_for(producer.send_and_wait("t", b"last"), 10)
-            assert last.offset == 0  # (the scripted broker answers every Produce with 0)
+            assert last.offset == 4  # after "first" and send_many's 3: none failed was written
 
 
 async def test_reauthentication_waits_a_second_however_short_the_session(

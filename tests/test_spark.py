@@ -37,6 +37,7 @@ from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noq
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
+<<<<<<< HEAD
 from spark_cluster import (  # noqa: E402
     ARROW_BATCH_ROWS,
     NO_JAVA,
@@ -45,6 +46,9 @@ from spark_cluster import (  # noqa: E402
     shared_cluster,
     shared_session,
 )
+=======
+from spark_cluster import ARROW_BATCH_ROWS, NO_JAVA, json_stream_source  # noqa: E402
+>>>>>>> dups
 from txnlog import ABORT, COMMIT, committed_view, read_log  # noqa: E402
 
 from aiokafka_lite import KafkaTimeoutError  # noqa: E402
@@ -60,16 +64,6 @@ from aiokafka_lite.spark.cluster import java_runtime  # noqa: E402
 from aiokafka_lite.structs import TopicPartition  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
-
-
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    yield from shared_cluster(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def spark(spark_cluster: StandaloneCluster) -> SparkSession:
-    return shared_session()
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -434,13 +428,7 @@ def test_retried_task_is_reported_and_loses_no_row(
 def test_foreach_batch_writer_streams_micro_batches(
     spark: SparkSession, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
-    source = tmp_path / "in"
-    source.mkdir()
-    sent: list[dict[str, Any]] = []
-    for f in range(3):
-        lines = [{"user": f"u{i % 7}", "n": f * 100 + i} for i in range(100)]
-        sent += lines
-        (source / f"part-{f}.json").write_text("\n".join(json.dumps(x) for x in lines))
+    source, sent = json_stream_source(tmp_path)
     topic = topic_factory(3)
     writer = kafka_batch_writer(
         topic,

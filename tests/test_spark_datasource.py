@@ -17,9 +17,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -31,12 +29,16 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import read_all_confluent  # noqa: E402
+<<<<<<< HEAD
 from spark_cluster import (  # noqa: E402
     ARROW_BATCH_ROWS,
     executor_pids,
     shared_cluster,
     shared_session,
 )
+=======
+from spark_cluster import ARROW_BATCH_ROWS, json_stream_source, slow_first_attempt  # noqa: E402
+>>>>>>> dups
 
 from aiokafka_lite.spark import (  # noqa: E402
     KafkaDataSource,
@@ -47,16 +49,6 @@ from aiokafka_lite.spark import (  # noqa: E402
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
-
-
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    yield from shared_cluster(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def spark(spark_cluster: StandaloneCluster) -> SparkSession:
-    return shared_session()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -291,13 +283,7 @@ def test_write_from_another_thread_needs_its_active_session(
 def test_stream_of_micro_batches(
     spark: SparkSession, bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
-    source = tmp_path / "in"
-    source.mkdir()
-    sent: list[dict[str, Any]] = []
-    for f in range(3):
-        lines = [{"user": f"u{i % 7}", "n": f * 100 + i} for i in range(100)]
-        sent += lines
-        (source / f"part-{f}.json").write_text("\n".join(json.dumps(x) for x in lines))
+    source, sent = json_stream_source(tmp_path)
     topic = topic_factory(3)
     summary_path = tmp_path / "summaries.jsonl"
     stream = (
@@ -349,23 +335,6 @@ def test_stream_of_micro_batches(
 
 
 # -- an executor killed mid-write ------------------------------------------------------
-
-
-def slow_first_attempt(pause_s: float) -> Any:
-    """An upstream ``mapInArrow`` step that pauses after each Arrow batch on a task's first
-    attempt (a slow source), so that an executor can be killed while its task writes."""
-
-    def step(batches: Iterator[Any]) -> Iterator[Any]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        slow = ctx is not None and ctx.attemptNumber() == 0
-        for batch in batches:
-            yield batch
-            if slow:
-                time.sleep(pause_s)
-
-    return step
 
 
 class _Watcher:

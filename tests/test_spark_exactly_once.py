@@ -39,7 +39,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ from conftest import create_topic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from readers import read_all_confluent
-from spark_cluster import executor_pids, shared_cluster, shared_session
+from spark_cluster import executor_pids, slow_first_attempt
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import ProducerFenced
@@ -68,15 +67,10 @@ READ_UNCOMMITTED = {"isolation.level": "read_uncommitted"}
 
 
 @pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    yield from shared_cluster(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def spark(spark_cluster: StandaloneCluster) -> SparkSession:
-    session = shared_session()
-    session.dataSource.register(KafkaDataSource)
-    return session
+def spark(spark: SparkSession) -> SparkSession:
+    """conftest's session, with the ``kafka`` data source registered."""
+    spark.dataSource.register(KafkaDataSource)
+    return spark
 
 
 #: why the kill and fencing scenarios run on Apache Kafka alone
@@ -269,23 +263,6 @@ def test_a_replayed_micro_batch_is_skipped_by_every_task(
     assert "committed before (a replay) and sent none" in str(replays[1])
     assert all(s.transactional for s in summaries)
     check_exactly_once(bootstrap, topic, spark_committed_batches(checkpoint))
-
-
-def slow_first_attempt(pause_s: float) -> Any:
-    """An upstream ``mapInArrow`` step that pauses after each Arrow batch on a task's first
-    attempt, so that an executor can be killed while its task writes."""
-
-    def step(batches: Iterator[Any]) -> Iterator[Any]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        slow = ctx is not None and ctx.attemptNumber() == 0
-        for batch in batches:
-            yield batch
-            if slow:
-                time.sleep(pause_s)
-
-    return step
 
 
 @pytest.mark.kafka_only(TANSU_GAP)

@@ -13,7 +13,6 @@ Runs on both session brokers (tests/conftest.py). Marked ``spark``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,9 +23,8 @@ from conftest import create_topic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from readers import ReadRecord, read_all_confluent
-from spark_cluster import shared_cluster, shared_session
 
-from aiokafka_lite.spark import KafkaDataSource, StandaloneCluster
+from aiokafka_lite.spark import KafkaDataSource
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -35,18 +33,13 @@ ROWS = 3_000
 
 
 @pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    yield from shared_cluster(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def spark(spark_cluster: StandaloneCluster) -> SparkSession:
+def spark(spark: SparkSession) -> SparkSession:
+    """conftest's session, with the ``kafka`` data source registered."""
     reason = spark_connector.missing_reason()
     if reason is not None:
         pytest.skip(reason)
-    session = shared_session()
-    session.dataSource.register(KafkaDataSource)
-    return session
+    spark.dataSource.register(KafkaDataSource)
+    return spark
 
 
 def frame(spark: SparkSession) -> DataFrame:

@@ -8,14 +8,12 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 from concurrent.futures import Future
-from pathlib import Path
 
 import psutil
 import pytest
+from checkout import run_python
 from conftest import TopicFactory
 from readers import read_all_confluent
 
@@ -29,8 +27,6 @@ from aiokafka_lite.errors import (
     ProducerClosedError,
 )
 from aiokafka_lite.sync import Producer
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _facade_threads() -> list[threading.Thread]:
@@ -271,14 +267,8 @@ def test_records_sent_without_close_are_delivered_at_exit(
         f"for i in range(300): p.send({topic!r}, b'%d' % i)\n"
         "# no flush(), no close(): the interpreter exits with records lingering\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script],
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr.decode()
+    proc = run_python("-c", script)
+    assert proc.returncode == 0, proc.stderr
     values = [r.value for r in read_all_confluent(bootstrap, topic, 300)]
     assert values == [b"%d" % i for i in range(300)]
 
@@ -308,14 +298,8 @@ p.send_and_wait({topic!r}, b"parent-after")
 p.close()
 sys.exit(os.waitstatus_to_exitcode(status))
 """
-    proc = subprocess.run(
-        [sys.executable, "-c", script],
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
-    assert "cannot be used after os.fork()" in proc.stdout.decode()
+    proc = run_python("-c", script)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "cannot be used after os.fork()" in proc.stdout
     values = [r.value for r in read_all_confluent(bootstrap, topic, 2)]
     assert values == [b"parent-before", b"parent-after"]

@@ -740,6 +740,33 @@ async def test_begin_transaction_not_awaited_warns_nothing(
     await p.abort_transaction()
 
 
+async def commit_abort_commit(
+    p: AIOKafkaProducer[Any, Any], topic: str, group: str, per_round: int
+) -> tuple[list[bytes], list[int]]:
+    """Three transactions of ``per_round`` records over partitions 0-2, each also
+    committing ``group``'s offset of partition 0 (to its round + 1); the second is aborted
+    after a flush (its records are written). Returns the committed values and the producer
+    epoch before the first and after each transaction."""
+    txn = p._sender.transactions
+    assert txn is not None
+    epochs = [txn.idem.epoch]
+    committed: list[bytes] = []
+    for round_ in range(3):
+        p.begin_transaction()
+        values = [b"r%d-%d" % (round_, i) for i in range(per_round)]
+        for i, v in enumerate(values):
+            await p.send(topic, v, partition=i % 3)
+        await p.send_offsets_to_transaction({TopicPartition(topic, 0): round_ + 1}, group)
+        if round_ == 1:
+            await p.flush()
+            await p.abort_transaction()
+        else:
+            await p.commit_transaction()
+            committed += values
+        epochs.append(txn.idem.epoch)
+    return committed, epochs
+
+
 async def test_transaction_version(
     broker_name: str,
     bootstrap: str,
@@ -771,21 +798,7 @@ async def test_transaction_version(
     assert txn is not None
     v2 = broker_name == "kafka"
     assert txn.v2 is v2
-    epochs = [txn.idem.epoch]
-    committed: list[bytes] = []
-    for round_ in range(3):
-        p.begin_transaction()
-        values = [b"r%d-%d" % (round_, i) for i in range(9)]
-        for i, v in enumerate(values):
-            await p.send(topic, v, partition=i % 3)
-        await p.send_offsets_to_transaction({TopicPartition(topic, 0): round_ + 1}, group)
-        if round_ == 1:
-            await p.flush()
-            await p.abort_transaction()
-        else:
-            await p.commit_transaction()
-            committed += values
-        epochs.append(txn.idem.epoch)
+    committed, epochs = await commit_abort_commit(p, topic, group, 9)
     if v2:
         assert epochs == [epochs[0] + i for i in range(4)]  # one more per EndTxn
         assert sent["ProduceRequest"] == {12} and sent["EndTxnRequest"] == {5}

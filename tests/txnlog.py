@@ -14,16 +14,13 @@ aiokafka (not our code) and :func:`committed_view` applies the rule.
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from dataclasses import dataclass, field
 
 from aiokafka.client import AIOKafkaClient  # type: ignore[import-untyped]
 from aiokafka.protocol.fetch import FetchRequest  # type: ignore[import-untyped]
 from aiokafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
 from aiokafka.structs import TopicPartition as AioTopicPartition  # type: ignore[import-untyped]
-from confluent_kafka import OFFSET_BEGINNING, Consumer
-from confluent_kafka import TopicPartition as CkTopicPartition
+from readers import read_all_confluent
 
 __all__ = ["Batch", "LogView", "committed_view", "read_confluent", "read_log", "read_log_async"]
 
@@ -130,36 +127,20 @@ def committed_view(batches: list[Batch]) -> LogView:
 def read_confluent(
     bootstrap: str, topic: str, isolation: str, expected: int, timeout: float = 20.0
 ) -> list[bytes]:
-    """Values read by a confluent-kafka consumer with ``isolation.level=isolation``.
+    """Values read by a confluent-kafka consumer with ``isolation.level=isolation``
+    (:func:`readers.read_all_confluent`'s), by partition and offset.
 
-    Reads until ``expected`` values arrived, then half a second more so that
-    duplicates would show.
+    Reads until ``expected`` values arrived, then on until none arrives for half a
+    second (or one more did), so that duplicates would show.
     """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"txnlog-{uuid.uuid4().hex}",
-            "isolation.level": isolation,
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-            "log_level": 3,
-        }
+    records = read_all_confluent(
+        bootstrap,
+        topic,
+        expected + 1,
+        timeout,
+        idle=0.5,
+        at_least=expected,
+        # (librdkafka's mock cluster writes its COMMIT/ABORT markers with a CRC of 0.)
+        extra_config={"isolation.level": isolation, "check.crcs": "false"},
     )
-    values: list[bytes] = []
-    try:
-        topic_md = consumer.list_topics(topic, timeout=10).topics[topic]
-        consumer.assign(
-            [CkTopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(topic_md.partitions)]
-        )
-        deadline = time.monotonic() + timeout
-        extra_until: float | None = None
-        while time.monotonic() < (extra_until or deadline):
-            for msg in consumer.consume(num_messages=1000, timeout=0.1):
-                if msg.error() is not None:
-                    raise RuntimeError(f"confluent consumer error on {topic!r}: {msg.error()}")
-                values.append(msg.value() or b"")
-            if extra_until is None and len(values) >= expected:
-                extra_until = time.monotonic() + 0.5
-    finally:
-        consumer.close()
-    return values
+    return [r.value or b"" for r in records]

@@ -19,7 +19,6 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import aiokafka_arguments, bulk_send, checks
@@ -313,16 +312,9 @@ class MockProducer(AIOKafkaProducer[K, V]):
             self._deliveries.end_flush()
 
     async def __aenter__(self) -> MockProducer[K, V]:
+        # (Only the type is the mock's: ``__aexit__``, the real producer's, calls our stop().)
         await self.start()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     # -- sending -------------------------------------------------------------------------
 
@@ -352,12 +344,6 @@ class MockProducer(AIOKafkaProducer[K, V]):
         if self._interceptors:
             fut.add_done_callback(self._acknowledge)
         return fut
-
-    def _acknowledge(self, fut: asyncio.Future[RecordMetadata]) -> None:
-        if fut.cancelled():
-            return
-        exc = fut.exception()
-        run_on_acknowledgement(self._interceptors, None if exc else fut.result(), exc)
 
     async def send_and_wait(
         self,

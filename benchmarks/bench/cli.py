@@ -9,12 +9,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .brokers import add_broker_option
 from .clients import client_available, uvloop_factory
 from .plan import Plan, run_plan
 from .report import machine_info, render_footer, render_table, write_chart, write_json
 from .stats import add_cpu_vs_w1, add_ratios, summarize
 from .worker import worker_main
-from .workloads import BROKERS, CLIENT_CHOICES, WORKLOAD_LIST, WORKLOADS, Workload
+from .workloads import CLIENT_CHOICES, WORKLOAD_LIST, WORKLOADS, Workload
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"  # benchmarks/results
 
@@ -62,12 +63,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=",".join(CLIENT_CHOICES),
         help="comma-separated (java: Java's ProducerPerformance, W1 and W3 only)",
     )
-    parser.add_argument(
-        "--broker",
-        choices=BROKERS,
-        default="tansu",
-        help="embedded Tansu (default) or a 1-node Apache Kafka (needs Java and Maven)",
-    )
+    add_broker_option(parser)
     parser.add_argument(
         "--repeat", type=int, help="interleaved runs; median and range shown (default 3; quick 1)"
     )

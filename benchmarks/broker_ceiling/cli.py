@@ -7,8 +7,7 @@ import contextlib
 import sys
 from collections.abc import Sequence
 
-from ..bench.brokers import open_broker
-from ..bench.workloads import BROKERS
+from ..bench.brokers import add_broker_option, open_broker
 from .prebuild import REQUEST_OVERHEAD, Shape
 from .replay import replay_worker
 from .report import Summary, comparison, footer, render
@@ -58,12 +57,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="W3 clients run beside the replay, benchmarks.bench's names "
         f"(default %(default)s = librdkafka; any of {', '.join(CLIENTS)})",
     )
-    parser.add_argument(
-        "--broker",
-        choices=BROKERS,
-        default="tansu",
-        help="embedded Tansu (default) or a 1-node Apache Kafka (needs Java and Maven)",
-    )
+    add_broker_option(parser)
     parser.add_argument(
         "--shared-broker",
         action="store_true",

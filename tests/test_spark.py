@@ -37,18 +37,13 @@ from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noq
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
-<<<<<<< HEAD
 from spark_cluster import (  # noqa: E402
     ARROW_BATCH_ROWS,
     NO_JAVA,
     cmdline,
     executor_pids,
-    shared_cluster,
-    shared_session,
+    json_stream_source,
 )
-=======
-from spark_cluster import ARROW_BATCH_ROWS, NO_JAVA, json_stream_source  # noqa: E402
->>>>>>> dups
 from txnlog import ABORT, COMMIT, committed_view, read_log  # noqa: E402
 
 from aiokafka_lite import KafkaTimeoutError  # noqa: E402

@@ -29,16 +29,12 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import read_all_confluent  # noqa: E402
-<<<<<<< HEAD
 from spark_cluster import (  # noqa: E402
     ARROW_BATCH_ROWS,
     executor_pids,
-    shared_cluster,
-    shared_session,
+    json_stream_source,
+    slow_first_attempt,
 )
-=======
-from spark_cluster import ARROW_BATCH_ROWS, json_stream_source, slow_first_attempt  # noqa: E402
->>>>>>> dups
 
 from aiokafka_lite.spark import (  # noqa: E402
     KafkaDataSource,

@@ -138,8 +138,11 @@ def run_entry(entry: Summary, round_no: int, args: argparse.Namespace, broker: B
     """One run, read back afterwards."""
     client = entry.client or "ceiling"
     name = re.sub(r"[^A-Za-z0-9._-]", "-", client)  # Kafka's topic names: no brackets
-    topic = f"ceiling-W3-{name}-{round_no}-{uuid.uuid4().hex[:8]}"
-    spec = WorkerSpec("W3", client, broker.bootstrap_servers, topic, args.records, args.deadline)
+    idem = "-idem" if entry.idempotent else ""
+    topic = f"ceiling-W3{idem}-{name}-{round_no}-{uuid.uuid4().hex[:8]}"
+    spec = WorkerSpec(
+        entry.workload, client, broker.bootstrap_servers, topic, args.records, args.deadline
+    )
     if entry.shape is None:
         result = run_one(spec, PARTITIONS, broker.pid)  # benchmarks/bench's W3 worker
     else:

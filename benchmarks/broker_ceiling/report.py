@@ -16,7 +16,7 @@ from ..bench.measure import RunResult
 from ..bench.report import package_version
 from ..bench.workloads import PARTITIONS, WORKLOADS
 from .prebuild import Shape
-from .settings import LIBRDKAFKA, MODULE, W3
+from .settings import JAVA, LIBRDKAFKA, MODULE, W3
 
 # The targets W3 is held to (issue 24): against each broker's ceiling, and librdkafka's CPU.
 CEILING_TARGET = 0.90
@@ -148,6 +148,15 @@ def compare_kind(ceilings: list[Summary], clients: list[Summary], kind: str) -> 
         for client in others:
             spread = paired(client, lib, "cpu_us_per_record")
             lines.append(f"  {client.client}: {client.cpu_median() / lib.cpu_median():.2f}{spread}")
+    java = next((c for c in clients if c.client == JAVA and c.ok), None)
+    mine = [c for c in clients if c.client not in (JAVA, LIBRDKAFKA) and c.ok]
+    if java is not None and java.cpu_median() and mine:
+        lines.append(f"{kind}client CPU per record / {kind}Java's (keyless, whole JVM's threads):")
+        for client in mine:
+            spread = paired(client, java, "cpu_us_per_record")
+            lines.append(
+                f"  {client.client}: {client.cpu_median() / java.cpu_median():.2f}{spread}"
+            )
     return lines
 
 

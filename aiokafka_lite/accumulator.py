@@ -487,6 +487,12 @@ class RecordAccumulator(BufferPool):
                 next_delay = min(next_delay, linger - waited)
         return ready, next_delay, unknown_leader, expired
 
+    def all_blocked(self) -> bool:
+        """Every partition with a batch queued has its most batches in flight already:
+        nothing can be sent before an answer comes (and an answer wakes the sender)."""
+        limit = self._max_in_flight
+        return all(q.in_flight >= limit for q in self._nonempty)
+
     def _break(self, q: PartitionQueue, error: Exception) -> None:
         # Its batches can never be sent: the sender fails them (take_broken), and
         # the other partitions are not held up by them.

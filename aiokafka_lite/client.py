@@ -104,6 +104,21 @@ class NetworkClient:
         self._start_connect(node_id, now)
         return None
 
+    def saturated(self) -> bool:
+        """Every known broker has an open connection with all its in-flight slots taken:
+        no request can be sent before an answer (or a lost connection) frees one, and
+        both wake the sender."""
+        nodes = self._known_nodes()
+        if not nodes:
+            return False
+        limit = self._config.max_in_flight_requests_per_connection
+        conns = self._conns
+        for node_id in nodes:
+            conn = conns.get(node_id)
+            if conn is None or conn.closed or conn.in_flight < limit:
+                return False
+        return True
+
     def connection(self, node_id: int) -> BrokerConnection | None:
         conn = self._conns.get(node_id)
         return conn if conn is not None and not conn.closed else None

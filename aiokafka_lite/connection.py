@@ -415,7 +415,7 @@ class BrokerConnection(asyncio.Protocol):
         frame = request_header(
             cls.API_KEY, version, correlation_id, self._client_id, version >= cls.FLEXIBLE_SINCE
         )
-        frame += protocol.encode(request, version)
+        protocol.encode(request, version, frame)
         self._transport.write(seal_frame(frame))
         self.last_activity = now = time.monotonic()
         if not expect_response:

@@ -65,7 +65,7 @@ class Runtime:
             max_in_flight_per_partition=(
                 config.max_in_flight_requests_per_connection if config.enable_idempotence else 1
             ),
-            wakeup=self.wakeup,
+            wakeup=self.batch_queued,
             compress=compress,
             codec_id=codec_id,
             max_request_size=config.max_request_size,
@@ -78,6 +78,11 @@ class Runtime:
         sender = getattr(self, "sender", None)  # (the client is made before the sender)
         if sender is not None:
             sender.wakeup()
+
+    def batch_queued(self) -> None:
+        sender = getattr(self, "sender", None)
+        if sender is not None:
+            sender.batch_queued()
 
     def metrics(self) -> dict[str, float]:
         """The producer's metrics now: the sender's window, its totals, the buffer's state."""

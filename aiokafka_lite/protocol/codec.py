@@ -455,11 +455,14 @@ def _decode_tagged(
 M = TypeVar("M", bound=Message)
 
 
-def encode(msg: Request | Response, version: int) -> bytearray:
-    """Encode a request or response body (no header) at ``version``."""
+def encode(msg: Request | Response, version: int, out: bytearray | None = None) -> bytearray:
+    """Encode a request or response body (no header) at ``version``, appended to ``out``
+    (a frame's header, so that a Produce request's batches are copied once) or to a new
+    buffer; returns the buffer."""
     flexible = version >= type(msg).FLEXIBLE_SINCE
     enc, _ = _codecs(type(msg), version, flexible)
-    out = bytearray()
+    if out is None:
+        out = bytearray()
     enc(out, msg)
     return out
 

@@ -7,7 +7,7 @@ Run from the repository root::
     python -m benchmarks.bench                            # median of 3 interleaved runs
     python -m benchmarks.bench --workloads W1,W1/unique,W2,W3 --pure   # + pure-Python twin
     python -m benchmarks.bench --sizes                    # W1 at 10 B, 1 KB, 10 KB, 100 KB
-    python -m benchmarks.bench --idempotence              # W1 with idempotence on
+    python -m benchmarks.bench --idempotence              # W1 and W3 with idempotence on
     python -m benchmarks.bench --workloads W1,W3 --sizes  # --workloads plus the extras
     python -m benchmarks.bench --workloads W5-small --clients aiokafka_lite  # 10x, small
     python -m benchmarks.bench --broker kafka --workloads W1,W3,keyless  # + Java's producer

@@ -77,7 +77,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--sizes", action="store_true", help="add W1 with 10 B, 1 KB, 10 KB, 100 KB values"
     )
     parser.add_argument(
-        "--idempotence", action="store_true", help="add W1 with idempotence on (W1/idem)"
+        "--idempotence",
+        action="store_true",
+        help="add W1 and W3 with idempotence on (W1/idem, W3/idem)",
     )
     parser.add_argument("--uvloop", action="store_true", help="uvloop for async clients")
     parser.add_argument(

@@ -63,7 +63,9 @@ the rows at one batch size for all (``/1MB``).
   every topic and flushes (so metadata is known). Notes give CPU µs/record against the
   same client's W1 (when W1 ran in the same invocation). --quick leaves confluent out.
 * --sizes: W1 with 10 B, 1 KB, 10 KB, 100 KB values (W1/10B ...): N = 50 MB (quick
-  8 MB) / value size, capped at W1's N. --idempotence: W1 with idempotence on (W1/idem);
+  8 MB) / value size, capped at W1's N. --idempotence: W1 and W3 with idempotence on
+  (W1/idem, W3/idem: up to 5 requests in flight per connection for every client, where
+  without idempotence aiokafka_lite and aiokafka keep one batch per partition in flight);
   aiokafka's idempotent producer fails against Tansu (it sends InitProducerId v0, which
   Tansu answers with UnknownError): that row is FAILED with this reason, and such known
   client limitations do not count in the exit code (any other failed row makes it 1).
@@ -275,6 +277,17 @@ WORKLOAD_LIST: list[Workload] = [
         group="keyless",
         extra=True,
         keyed=False,
+    ),
+    Workload(
+        "W3/idem",
+        "batch API, idempotent",
+        1_000_000,
+        30_000,
+        ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent", JAVA),
+        kind="W3",
+        group="idempotence",
+        extra=True,
+        idempotence=True,
     ),
     Workload(
         "W3/1MB",

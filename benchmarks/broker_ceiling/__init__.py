@@ -55,10 +55,22 @@ and each client's CPU per record against librdkafka's (target: 0.5)::
 
     python -m benchmarks.broker_ceiling [--records 1000000] [--repeat 3] [--in-flight 5]
         [--batch-size 16384] [--clients confluent,aiokafka_lite,...] [--broker kafka]
-        [--shared-broker]
+        [--shared-broker] [--idempotence off|on|both]
 
 ``--in-flight`` and ``--batch-size`` take one value or a comma-separated list (each
 combination is a row).
+
+``--idempotence on`` runs the idempotent twin of everything: the replay asks
+InitProducerId for a producer id and epoch and stamps them on its batches, each batch's
+base sequence being the count of its partition's records before it (the broker checks
+them, and takes up to 5 batches per partition in flight, as from an idempotent
+producer); the clients run W3/idem (enable.idempotence=true for each). ``both`` runs
+both kinds, and each client is compared with the ceiling and the librdkafka of its own
+kind. Idempotence changes what a client may keep in flight: without it, aiokafka_lite
+(and aiokafka) keep one batch per partition in flight, so that a retried batch cannot
+land behind a later one; with it, sequence numbers keep that order across up to 5.
+``java`` (Java's ``ProducerPerformance``) sends keyless records: its topic is read back
+without a key check, and the others' CPU per record is set against its too.
 
 The modules, by concern:
 

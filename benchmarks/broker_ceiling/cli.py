@@ -12,7 +12,10 @@ from .prebuild import REQUEST_OVERHEAD, Shape
 from .replay import replay_worker
 from .report import Summary, comparison, footer, render
 from .runner import log, run_round
-from .settings import CLIENTS, DEFAULTS, LIBRDKAFKA, MODULE, W3
+from .settings import CLIENTS, DEFAULTS, LIBRDKAFKA, MODULE, W3, W3_IDEM
+
+IDEMPOTENCE_MODES = {"off": (False,), "on": (True,), "both": (False, True)}
+IDEMPOTENCE = tuple(IDEMPOTENCE_MODES)
 
 
 def parse_ints(option: str, text: str, lo: int, hi: int) -> list[int]:
@@ -57,6 +60,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="W3 clients run beside the replay, benchmarks.bench's names "
         f"(default %(default)s = librdkafka; any of {', '.join(CLIENTS)})",
     )
+    parser.add_argument(
+        "--idempotence",
+        choices=IDEMPOTENCE,
+        default="off",
+        help="off (default): W3 and plain batches; on: W3/idem (idempotent clients) and a "
+        "replay of batches with a producer id and sequence numbers; both: each",
+    )
     add_broker_option(parser)
     parser.add_argument(
         "--shared-broker",
@@ -80,9 +90,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     windows = parse_ints("--in-flight", args.in_flight, 1, 1 << 20)
     largest = DEFAULTS.max_request_size - REQUEST_OVERHEAD  # what one request can carry
     sizes = parse_ints("--batch-size", args.batch_size, 1, largest)
-    shapes = [Shape(size, window) for size in sizes for window in windows]
+    modes = IDEMPOTENCE_MODES[args.idempotence]
+    shapes = [Shape(size, window, idem) for idem in modes for size in sizes for window in windows]
     ceilings = [Summary(shape.label, shape) for shape in shapes]
-    clients = [Summary(f"W3: {c}", None, c) for c in parse_clients(args.clients)]
+    names = parse_clients(args.clients)
+    clients = [
+        Summary(f"{workload}: {c}", None, c, workload=workload)
+        for workload in (W3_IDEM.id if idem else W3.id for idem in modes)
+        for c in names
+    ]
     every = [*ceilings, *clients]
     description = ""
     with contextlib.ExitStack() as stack:

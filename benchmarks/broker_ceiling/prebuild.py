@@ -9,25 +9,46 @@ from typing import NamedTuple
 from aiokafka_lite import protocol as kp  # the message declarations and their codec
 from aiokafka_lite.partitioner import default_partition
 from aiokafka_lite.protocol.frames import encode_client_id, request_header, seal_frame
-from aiokafka_lite.records import RecordBatchBuilder
+from aiokafka_lite.records import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    RecordBatchBuilder,
+)
 
 from .settings import DEFAULTS
 
 CLIENT_ID = encode_client_id("broker-ceiling")
-# Correlation ids: ApiVersions 0, Metadata 1, then the Produce requests in order.
-FIRST_PRODUCE_ID = 2
+# Correlation ids: ApiVersions 0, Metadata 1, InitProducerId 2 (idempotent replays), then
+# the Produce requests in order.
+INIT_PRODUCER_ID = 2
+FIRST_PRODUCE_ID = 3
 REQUEST_OVERHEAD = 100  # a batch this much under max_request_size fits a request (accumulator)
 
 
 class Shape(NamedTuple):
-    """How the replay sends W3's records: bytes per batch, requests unanswered at most."""
+    """How the replay sends W3's records: bytes per batch, requests unanswered at most,
+    and whether the batches carry a producer id and sequence numbers (idempotent)."""
 
     batch_size: int
     in_flight: int
+    idempotent: bool = False
 
     @property
     def label(self) -> str:
-        return f"ceiling: {self.batch_size / 1024:g} KiB batches, {self.in_flight} in flight"
+        idem = ", idempotent" if self.idempotent else ""
+        return f"ceiling: {self.batch_size / 1024:g} KiB batches, {self.in_flight} in flight{idem}"
+
+
+class Producer(NamedTuple):
+    """The producer id and epoch an idempotent replay stamps on its batches
+    (from InitProducerId); ``NO_PRODUCER``: a plain, non-idempotent replay."""
+
+    producer_id: int
+    epoch: int
+
+
+NO_PRODUCER = Producer(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
 
 
 class Prebuilt(NamedTuple):
@@ -54,10 +75,15 @@ def build_batches(
     order: Sequence[int],
     timestamp: int,
     batch_size: int,
+    producer: Producer = NO_PRODUCER,
 ) -> list[tuple[bytes, int]]:
     """One partition's records as closed v2 batches of at most ``batch_size`` bytes
-    (a producer closes a batch when the next record would not fit): (bytes, count)."""
+    (a producer closes a batch when the next record would not fit): (bytes, count).
+    With a producer id, each batch's base sequence is the count of the partition's
+    records before it, as an idempotent producer numbers them."""
     batches: list[tuple[bytes, int]] = []
+    idempotent = producer.producer_id != NO_PRODUCER_ID
+    sequence = 0
     pos = 0
     while pos < len(order):
         builder = RecordBatchBuilder(timestamp)
@@ -67,7 +93,13 @@ def build_batches(
         if end <= pos:
             raise RuntimeError(f"no record of {len(order) - pos} fitted a new batch")
         pos = end
-        batches.append((bytes(builder.close()), builder.count))
+        closed = builder.close(
+            producer_id=producer.producer_id,
+            producer_epoch=producer.epoch,
+            base_sequence=sequence if idempotent else NO_SEQUENCE,
+        )
+        batches.append((bytes(closed), builder.count))
+        sequence += builder.count
     return batches
 
 

@@ -15,7 +15,10 @@ from aiokafka_lite.protocol.frames import response_body_offset as body_offset
 from ..bench.measure import RESULT_PREFIX, RunResult, Timer, finish, new_result
 from ..bench.workloads import PARTITIONS, WorkerSpec, key_sequence, make_value
 from .prebuild import (
+    INIT_PRODUCER_ID,
+    NO_PRODUCER,
     Prebuilt,
+    Producer,
     Shape,
     build_batches,
     build_requests,
@@ -25,6 +28,10 @@ from .prebuild import (
 from .settings import W3
 
 API_VERSIONS_VERSION = 0  # every broker answers v0; all we need is the Produce range
+INIT_ATTEMPTS = 20
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: a broker that
+# has just started answers InitProducerId with these until its producer ids are ready.
+RETRIABLE_INIT_ERRORS = frozenset({14, 15, 16})
 
 
 # ---------------------------------------------------------------------------
@@ -57,23 +64,42 @@ async def call(
     return response
 
 
-async def produce_version(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, topic: str
-) -> int:
-    """The newest Produce version both aiokafka_lite and the broker speak, as the
-    producer's connection negotiates it; and the topic's leader checked."""
+def newest(ranges: dict[int, tuple[int, int]], cls: type[kp.Request]) -> int:
+    """The newest version of ``cls`` both aiokafka_lite and the broker speak, as the
+    producer's connection negotiates it."""
+    lo, hi = ranges.get(cls.API_KEY, (0, -1))
+    version = min(hi, cls.MAX_VERSION)
+    if version < max(lo, cls.MIN_VERSION):
+        raise RuntimeError(f"the broker speaks {cls.__name__} v{lo}-v{hi} only")
+    return version
+
+
+async def negotiate(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, topic: str, idempotent: bool
+) -> tuple[int, Producer]:
+    """The Produce version to use, the topic's leader checked and, for an idempotent
+    replay, a producer id and epoch from InitProducerId (as an idempotent producer
+    without a transactional id gets them)."""
     answer = await call(reader, writer, kp.ApiVersionsRequest(), API_VERSIONS_VERSION, 0)
     assert isinstance(answer, kp.ApiVersionsResponse)
     if answer.error_code:
         raise RuntimeError(f"ApiVersions failed with error code {answer.error_code}")
     ranges = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-    lo, hi = ranges.get(kp.ProduceRequest.API_KEY, (0, -1))
-    version = min(hi, kp.ProduceRequest.MAX_VERSION)
-    if version < max(lo, kp.ProduceRequest.MIN_VERSION):
-        raise RuntimeError(f"the broker speaks Produce v{lo}-v{hi}; record batches need v3+")
-    metadata_hi = ranges.get(kp.MetadataRequest.API_KEY, (0, -1))[1]
-    await check_leader(reader, writer, min(metadata_hi, kp.MetadataRequest.MAX_VERSION), topic)
-    return version
+    version = newest(ranges, kp.ProduceRequest)
+    await check_leader(reader, writer, newest(ranges, kp.MetadataRequest), topic)
+    if not idempotent:
+        return version, NO_PRODUCER
+    request = kp.InitProducerIdRequest()
+    init_version = newest(ranges, kp.InitProducerIdRequest)
+    for attempt in range(INIT_ATTEMPTS):  # a broker just up may still be loading
+        got = await call(reader, writer, request, init_version, INIT_PRODUCER_ID)
+        assert isinstance(got, kp.InitProducerIdResponse)
+        if got.error_code not in RETRIABLE_INIT_ERRORS or attempt == INIT_ATTEMPTS - 1:
+            break
+        await asyncio.sleep(0.1 * (attempt + 1))
+    if got.error_code or got.producer_id < 0:
+        raise RuntimeError(f"InitProducerId failed with error code {got.error_code}")
+    return version, Producer(got.producer_id, got.producer_epoch)
 
 
 async def check_leader(
@@ -149,13 +175,13 @@ async def run_replay(spec: WorkerSpec, shape: Shape) -> RunResult:
         reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
     try:
         async with asyncio.timeout(spec.deadline_s):
-            version = await produce_version(reader, writer, spec.topic)
+            version, producer = await negotiate(reader, writer, spec.topic, shape.idempotent)
         started = time.perf_counter()
         keys = key_sequence(spec.records)
         values = [make_value(W3.value_size)] * spec.records  # one value, as W3's clients send
         timestamp = int(time.time() * 1000)
         batches = [
-            build_batches(keys, values, order, timestamp, shape.batch_size)
+            build_batches(keys, values, order, timestamp, shape.batch_size, producer)
             for order in partition_order(keys, PARTITIONS)
         ]
         requests = build_requests(spec.topic, batches, version)
@@ -164,6 +190,7 @@ async def run_replay(spec: WorkerSpec, shape: Shape) -> RunResult:
             produce_version=version,
             batch_size=shape.batch_size,
             in_flight=shape.in_flight,
+            idempotent=shape.idempotent,
             requests=len(requests),
             request_mb=sum(len(r.frame) for r in requests) / 1e6,
             prebuild_s=time.perf_counter() - started,

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from ..bench.measure import RunResult
 from ..bench.report import package_version
-from ..bench.workloads import PARTITIONS
+from ..bench.workloads import PARTITIONS, WORKLOADS
 from .prebuild import Shape
-from .settings import LIBRDKAFKA, MODULE, W3
+from .settings import JAVA, LIBRDKAFKA, MODULE, W3
 
 # The targets W3 is held to (issue 24): against each broker's ceiling, and librdkafka's CPU.
 CEILING_TARGET = 0.90
@@ -31,6 +31,13 @@ class Summary:
     shape: Shape | None  # None: a client's W3 run
     client: str | None = None  # benchmarks.bench's name of the client; None: the replay
     runs: list[RunResult] = field(default_factory=list)
+    workload: str = W3.id  # the client's workload: W3, or W3/idem (idempotence on)
+
+    @property
+    def idempotent(self) -> bool:
+        if self.shape is not None:
+            return self.shape.idempotent
+        return WORKLOADS[self.workload].idempotence
 
     @property
     def ok(self) -> list[RunResult]:
@@ -100,14 +107,23 @@ def paired(numer: Summary, denom: Summary, value: str) -> str:
 
 
 def comparison(ceilings: list[Summary], clients: list[Summary]) -> list[str]:
-    """Each client's records/s as a fraction of each ceiling (ratio of medians; range over
-    the rounds' own ratios), its CPU per record against librdkafka's, and where 1.5x
-    librdkafka stands against each ceiling."""
+    """Each client's records/s as a fraction of each ceiling of its own kind (idempotent
+    or not; ratio of medians, range over the rounds' own ratios), its CPU per record
+    against librdkafka's in the same kind, and where 1.5x librdkafka stands."""
+    lines: list[str] = []
+    for idempotent in (False, True):
+        kind = [c for c in clients if c.idempotent == idempotent]
+        tops = [c for c in ceilings if c.idempotent == idempotent]
+        lines.extend(compare_kind(tops, kind, "idempotent " if idempotent else ""))
+    return lines
+
+
+def compare_kind(ceilings: list[Summary], clients: list[Summary], kind: str) -> list[str]:
     lines: list[str] = []
     lib = next((c for c in clients if c.client == LIBRDKAFKA and c.ok), None)
     for ceiling in ceilings:
         top = ceiling.median()
-        if not top:
+        if not top or not clients:
             continue
         lines.append(f"of the {ceiling.label} (target >= {CEILING_TARGET:.2f}):")
         for client in clients:
@@ -126,10 +142,21 @@ def comparison(ceilings: list[Summary], clients: list[Summary]) -> list[str]:
             )
     others = [c for c in clients if c is not lib and c.ok]
     if lib is not None and lib.cpu_median() and others:
-        lines.append(f"client CPU per record / librdkafka's (target <= {CPU_TARGET:.2f}):")
+        lines.append(
+            f"{kind}client CPU per record / {kind}librdkafka's (target <= {CPU_TARGET:.2f}):"
+        )
         for client in others:
             spread = paired(client, lib, "cpu_us_per_record")
             lines.append(f"  {client.client}: {client.cpu_median() / lib.cpu_median():.2f}{spread}")
+    java = next((c for c in clients if c.client == JAVA and c.ok), None)
+    mine = [c for c in clients if c.client not in (JAVA, LIBRDKAFKA) and c.ok]
+    if java is not None and java.cpu_median() and mine:
+        lines.append(f"{kind}client CPU per record / {kind}Java's (keyless, whole JVM's threads):")
+        for client in mine:
+            spread = paired(client, java, "cpu_us_per_record")
+            lines.append(
+                f"  {client.client}: {client.cpu_median() / java.cpu_median():.2f}{spread}"
+            )
     return lines
 
 
@@ -157,7 +184,8 @@ def footer(args: argparse.Namespace, broker: str, argv: list[str]) -> str:
             f"versions: confluent-kafka {package_version('confluent-kafka')}, librdkafka "
             f"{confluent_kafka.libversion()[0]}; broker: {broker}; at the end: " + load_average(),
             f"W3: {args.records:,} keyed records (1,000 keys, {W3.value_size}-byte values), "
-            f"{PARTITIONS} partitions, acks=all, idempotence off; median of {args.repeat} "
+            f"{PARTITIONS} partitions, acks=all, idempotence {args.idempotence}; median of "
+            f"{args.repeat} "
             "interleaved repeat(s), each run in its own process on a fresh topic of "
             + ("one broker" if args.shared_broker else "a broker of its own")
             + " on the same machine; every topic read back",

@@ -19,7 +19,7 @@ from ..bench.processes import create_own_topic, run_one, run_process, worker_env
 from ..bench.workloads import PARTITIONS, WorkerSpec
 from .prebuild import Shape
 from .report import Summary
-from .settings import LIBRDKAFKA, MODULE
+from .settings import JAVA, LIBRDKAFKA, MODULE
 
 READ_BACK_TIMEOUT_S = 300.0
 READ_BACK_QUIET_S = 0.5  # after the count is reached: nothing more may arrive in this long
@@ -39,17 +39,22 @@ class ReadBack:
     """What a topic holds, record by record: counts per partition, and what is wrong
     (an offset gap, a key on another partition than before or than murmur2 says)."""
 
-    def __init__(self, murmur2: bool) -> None:
+    def __init__(self, murmur2: bool, keyless: bool = False) -> None:
         self.murmur2 = murmur2  # the keys must be on murmur2's partitions (else: any one)
+        self.keyless = keyless  # the records have no key (Java's ProducerPerformance)
         self.counts = [0] * PARTITIONS
         self.problems: list[str] = []
         self._placed: dict[bytes, int] = {}
 
-    def see(self, partition: int, offset: int, key: bytes) -> None:
+    def see(self, partition: int, offset: int, key: bytes | None) -> None:
         count = self.counts[partition]
         if offset != count:
             self.note(f"partition {partition}: offset {offset} where {count} was expected")
         self.counts[partition] = count + 1
+        if key is None:
+            if not self.keyless:
+                self.note(f"partition {partition}: a record without a key at offset {offset}")
+            return
         where = self._placed.get(key)
         if where is None:
             where = default_partition(key, PARTITIONS) if self.murmur2 else partition
@@ -62,7 +67,9 @@ class ReadBack:
             self.problems.append(problem)
 
 
-def read_back(bootstrap: str, topic: str, expected: int, murmur2: bool) -> ReadBack:
+def read_back(
+    bootstrap: str, topic: str, expected: int, murmur2: bool, keyless: bool = False
+) -> ReadBack:
     """Read ``topic`` from offset 0 with confluent-kafka's consumer (CRCs checked) until
     ``expected`` records came and then nothing more for ``READ_BACK_QUIET_S``."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -76,7 +83,7 @@ def read_back(bootstrap: str, topic: str, expected: int, murmur2: bool) -> ReadB
             "log_level": 3,
         }
     )
-    seen = ReadBack(murmur2)
+    seen = ReadBack(murmur2, keyless)
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
         deadline = time.monotonic() + READ_BACK_TIMEOUT_S
@@ -90,8 +97,8 @@ def read_back(bootstrap: str, topic: str, expected: int, murmur2: bool) -> ReadB
                 if err is not None:
                     raise RuntimeError(f"consumer error: {err}")
                 p, offset, key = msg.partition(), msg.offset(), msg.key()
-                if p is None or offset is None or not isinstance(key, bytes):
-                    raise RuntimeError(f"record without partition, offset or key: {msg!r}")
+                if p is None or offset is None or not isinstance(key, bytes | None):
+                    raise RuntimeError(f"record without partition or offset: {msg!r}")
                 seen.see(p, offset, key)
             count += len(msgs)
     finally:
@@ -104,10 +111,13 @@ def read_back(bootstrap: str, topic: str, expected: int, murmur2: bool) -> ReadB
 def verified(result: RunResult, spec: WorkerSpec) -> RunResult:
     """Fail the run unless its topic holds exactly the records it sent. librdkafka's
     default partitioner is not murmur2 (it hashes keys with CRC32): its keys need only
-    stay on one partition each."""
+    stay on one partition each. Java's ProducerPerformance sends keyless records: only
+    their count and offsets are checked."""
     if not result.ok:
         return result
-    seen = read_back(spec.bootstrap, spec.topic, spec.records, murmur2=spec.client != LIBRDKAFKA)
+    keyless = spec.client == JAVA  # ProducerPerformance cannot send keys
+    murmur2 = spec.client not in (LIBRDKAFKA, JAVA)
+    seen = read_back(spec.bootstrap, spec.topic, spec.records, murmur2, keyless)
     result.extra["read_back"] = sum(seen.counts)
     result.extra["partition_counts"] = seen.counts
     if seen.problems:
@@ -138,8 +148,11 @@ def run_entry(entry: Summary, round_no: int, args: argparse.Namespace, broker: B
     """One run, read back afterwards."""
     client = entry.client or "ceiling"
     name = re.sub(r"[^A-Za-z0-9._-]", "-", client)  # Kafka's topic names: no brackets
-    topic = f"ceiling-W3-{name}-{round_no}-{uuid.uuid4().hex[:8]}"
-    spec = WorkerSpec("W3", client, broker.bootstrap_servers, topic, args.records, args.deadline)
+    idem = "-idem" if entry.idempotent else ""
+    topic = f"ceiling-W3{idem}-{name}-{round_no}-{uuid.uuid4().hex[:8]}"
+    spec = WorkerSpec(
+        entry.workload, client, broker.bootstrap_servers, topic, args.records, args.deadline
+    )
     if entry.shape is None:
         result = run_one(spec, PARTITIONS, broker.pid)  # benchmarks/bench's W3 worker
     else:

@@ -158,9 +158,15 @@ async def _describe(
     timeout_ms: int,
     client_id: str | None,
 ) -> tuple[dict[int, Node], list[TopicDescription]]:
-    # Describing must not create: auto-creation is asked for explicitly off.
+    # Describing must not create: auto-creation is asked for explicitly off. A connection
+    # gives up before the whole call does, so that its own diagnosis (refused, not Kafka,
+    # no answer to ApiVersions) is what the caller reads, not a bare timeout.
+    setup_ms = ProducerConfig().socket_connection_setup_timeout_ms
     config = ProducerConfig(
-        bootstrap_servers=bootstrap_servers, client_id=client_id, allow_auto_create_topics=False
+        bootstrap_servers=bootstrap_servers,
+        client_id=client_id,
+        allow_auto_create_topics=False,
+        socket_connection_setup_timeout_ms=max(1, min(setup_ms, timeout_ms * 4 // 5)),
     )
     async with _admin_client(config) as client:
         try:

@@ -460,6 +460,15 @@ def test_an_http_server_on_the_bootstrap_address_is_named(kind: str, says: str) 
             assert re.sub(r"HTTP/1\.[01]", "HTTP/1.1", says) in re.sub(
                 r"HTTP/1\.[01]", "HTTP/1.1", proc.stderr
             ), proc.stderr
+        # topics gives its connection 4/5 of --timeout-ms, so that the connection's own
+        # diagnosis, not the command's timeout, is what it reports.
+        proc = cli("topics", "list", "-b", address, "--timeout-ms", "1250", timeout=30)
+        assert proc.returncode == EXIT_USAGE, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert f"error: cannot reach the cluster at {address}: " in proc.stderr
+        assert re.sub(r"HTTP/1\.[01]", "HTTP/1.1", says) in re.sub(
+            r"HTTP/1\.[01]", "HTTP/1.1", proc.stderr
+        ), proc.stderr
 
 
 def test_version_says_which_build_runs_and_the_python() -> None:

@@ -42,10 +42,11 @@ from .errors import KafkaError
 from .hand_over import current_task_ref
 from .producer_batch import PartitionQueue, ProducerBatch
 from .records import Header, RecordBatchBuilder, record_size
+from .send_path import SendPath
 from .structs import RecordMetadata, TopicPartition
 
 if TYPE_CHECKING:
-    from .placement import RecordPlacement
+    from .placement import RecordPartitioner
 
 # The budget's constants and the batch classes are imported from here too.
 __all__ = [
@@ -114,6 +115,11 @@ class RecordAccumulator(BufferPool):
 
     # -- appending ----------------------------------------------------------------
 
+    def send_path(self, partitioner: RecordPartitioner, max_request_size: int) -> SendPath:
+        """``send()``'s fast path over this accumulator's budget and queues, placing with
+        ``partitioner`` (:mod:`aiokafka_lite.send_path`, compiled when built)."""
+        return SendPath(self, partitioner, max_request_size)
+
     def queue_for(self, topic: str, partition: int) -> PartitionQueue:
         parts = self._queues.get(topic)
         if parts is None:
@@ -164,7 +170,7 @@ class RecordAccumulator(BufferPool):
         headers: Sequence[Header] | None,
         size: int,
         reserved: int = 0,
-        keyless: RecordPlacement | None = None,
+        keyless: RecordPartitioner | None = None,
     ) -> asyncio.Future[RecordMetadata] | None:
         """Append one record and return its future; the hot path of ``send()``.
 
@@ -174,7 +180,7 @@ class RecordAccumulator(BufferPool):
         With ``keyless`` (a record without key or partition), ``partition`` is the
         topic's sticky one, chosen here as Java's ``RecordAccumulator.append`` does: a
         record that does not fit the open batch closes it and asks again (the topic may
-        move on), and the bytes appended are counted (see ``RecordPlacement``).
+        move on), and the bytes appended are counted (see ``RecordPartitioner``).
         """
         size += SEND_BOUND  # it may have to start a batch
         budget = self.budget
@@ -184,7 +190,7 @@ class RecordAccumulator(BufferPool):
         added = 0
         while True:
             if keyless is not None:
-                partition = keyless.sticky_partition(topic)
+                partition = self._sticky_partition(keyless, topic)
             try:
                 q = self._queues[topic][partition]
             except KeyError:
@@ -215,8 +221,22 @@ class RecordAccumulator(BufferPool):
         budget.used = used + added - reserved  # (nothing above changed it: no await, no callback)
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
         if keyless is not None:
-            keyless.sticky_appended(topic, partition, appended, q)
+            limit = q.batch_limit
+            keyless.update(topic, partition, appended, limit, len(batch.buf) >= limit)
         return fut
+
+    def _sticky_partition(self, keyless: RecordPartitioner, topic: str) -> int:
+        """The topic's sticky partition for its next keyless record, moved on first if
+        its bytes were reached and its batches are all full (Java's ``allBatchesFull``:
+        none open, the last closed or sent). A batch at its limit but not marked full
+        refuses the next record, which is then placed again: the same move."""
+        partition = keyless.peek(topic)
+        if keyless.produced.get(topic):
+            q = self._queues.get(topic, {}).get(partition)
+            if q is None or not q.batches or q.batches[-1].full:
+                limit = self._batch_size if q is None else q.batch_limit
+                partition = keyless.update(topic, partition, 0, limit, True)
+        return partition
 
     def create_future(self) -> asyncio.Future[Any]:
         return self._loop.create_future()
@@ -371,7 +391,7 @@ class RecordAccumulator(BufferPool):
         headers: Sequence[Header] | None,
         size: int,
         timeout: float,
-        keyless: RecordPlacement | None = None,
+        keyless: RecordPartitioner | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append
         (with ``keyless``, :meth:`append` chooses the partition then)."""

@@ -115,7 +115,7 @@ def _group(
                 partition,
                 len(parts),
                 limit,
-                placement.hashes,
+                placement.partitioner.hashes,
                 by_partition,
             )
             if i == hi:

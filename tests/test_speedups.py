@@ -352,3 +352,12 @@ def test_compiled_murmur2_java_vectors() -> None:
         assert CPARTITIONER.murmur2(key) == int(row[col["murmur2_signed32"]])
         assert CPARTITIONER.default_partition(key, 7) == int(row[col["partition_of_7"]])
         assert CPARTITIONER.default_partition(key, 100) == int(row[col["partition_of_100"]])
+
+
+@pytest.mark.skipif(not speedups.COMPILED, reason="the pure build")
+def test_compiled_arrow_rows_size_records_as_records_does() -> None:
+    # The Spark Arrow path checks max_request_size with records.record_size's overhead,
+    # which it keeps as a C constant (records imports the compiled twins).
+    from aiokafka_lite.records import RECORD_OVERHEAD
+
+    assert _compiled("_carrow_rows").SIZE_OVERHEAD == RECORD_OVERHEAD

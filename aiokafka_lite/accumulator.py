@@ -109,6 +109,11 @@ class RecordAccumulator(BufferPool):
         self.filler: weakref.ref[asyncio.Task[Any]] | None = None
 
     @property
+    def wakeup(self) -> Callable[[], None]:
+        """What wakes the sender (a batch was created or filled)."""
+        return self._wakeup
+
+    @property
     def queues(self) -> dict[str, dict[int, PartitionQueue]]:
         """topic -> partition -> its queue: the same dict for the accumulator's life."""
         return self._queues

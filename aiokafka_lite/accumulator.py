@@ -315,6 +315,71 @@ class RecordAccumulator(BufferPool):
                 self._fail_records(delivery, order[pos:], e)
                 return
 
+    async def append_keyless(
+        self,
+        topic: str,
+        timestamp: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        order: list[int],
+        delivery: BulkDelivery,
+        deadline: float,
+        partitioner: RecordPartitioner,
+    ) -> None:
+        """Append ``send_many()``'s keyless records ``order`` one by one, each placed as
+        :meth:`append` places a keyless record (the topic's sticky partition, placed again
+        when it closes a batch it does not fit; its bytes counted after), reported to
+        ``delivery`` as :meth:`append_many` reports its runs."""
+        for i in order:
+            filled = False
+            while True:
+                if self.shut_down is not None:
+                    delivery.record_failed(i, self.shut_down)
+                    break
+                p = self._sticky_partition(partitioner, topic)
+                q = self.queue_for(topic, p)
+                batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
+                before = 0 if batch is None else len(batch.buf)
+                if batch is not None:
+                    need = record_size(None, values[i], None) + BULK_RECORD_MEMORY + RUN_MEMORY
+                    room = 0 if self._waiters else self.limit - self.budget.used
+                    if room >= need:
+                        run = [i]
+                        budget = room - RUN_MEMORY
+                        if self._append_run(batch, timestamp, keys, values, run, 0, budget) == 0:
+                            filled = True
+                            continue  # it closed the batch: placed again (it may move on)
+                        self._add_bulk_slots(batch, delivery, run, timestamp)
+                        batch.memory += RUN_MEMORY
+                        self.budget.used += RUN_MEMORY
+                        self._count_keyless(partitioner, topic, p, q, batch, before)
+                        break
+                # No open batch, or no memory now: append_many starts one or waits.
+                await self.append_many(topic, p, timestamp, keys, values, [i], delivery, deadline)
+                last = q.batches[-1] if q.batches else None
+                if last is not None and (last is not batch or len(last.buf) != before):
+                    self._count_keyless(
+                        partitioner, topic, p, q, last, 0 if last is not batch else before
+                    )
+                break
+            if filled:
+                self._wakeup()
+                await asyncio.sleep(0)  # let the sender take the full batch
+
+    @staticmethod
+    def _count_keyless(
+        partitioner: RecordPartitioner,
+        topic: str,
+        partition: int,
+        q: PartitionQueue,
+        batch: ProducerBatch,
+        before: int,
+    ) -> None:
+        # The bytes a keyless record added (a batch's header too, for its first record).
+        limit = q.batch_limit
+        size = len(batch.buf)
+        partitioner.update(topic, partition, size - before, limit, size >= limit)
+
     def _append_run(
         self,
         batch: ProducerBatch,

@@ -7,9 +7,9 @@ partition's records of the chunk are encoded into its batches in one run
 call per record. Runs of plain records (bytes, no serializer, the default
 partitioner) are placed in one call (:func:`~aiokafka_lite.partitioner.place_plain`,
 compiled when built). Keyless records (with the default partitioner) are appended one
-by one as ``send()`` appends them, each with its own future: the accumulator places
-them on the topic's sticky partition as its batches fill (KIP-794), so they land where
-``send()`` would put them. The outcome reaches the call's
+by one (:meth:`~aiokafka_lite.accumulator.RecordAccumulator.append_keyless`): the
+accumulator places each on the topic's sticky partition as its batches fill (KIP-794),
+as for ``send()``, so they land where ``send()`` would put them. The outcome reaches the call's
 :class:`~aiokafka_lite.bulk_delivery.BulkDelivery` per batch. A bad record fails
 alone, in the delivery report. With interceptors, each record goes through
 ``send()`` instead (:func:`send_each`), so that they see it.
@@ -24,9 +24,8 @@ from typing import Any
 
 from .accumulator import RecordAccumulator
 from .bulk_delivery import BulkDelivery
-from .hand_over import hand_over
 from .partitioner import place_plain
-from .placement import MAX_RECORD_OVERHEAD, RecordPlacement, record_bound
+from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
 from .structs import DeliveryReport, RecordMetadata
 
 __all__ = ["CHUNK", "send_each", "send_many", "send_runs"]
@@ -88,47 +87,11 @@ async def send_runs(
         for by_partition in segments:
             for p, order in by_partition.items():
                 if p < 0:  # keyless: placed where each is appended, as send() places them
-                    await _send_keyless(
-                        acc, placement, topic, ts, values, order, delivery, deadline
+                    await acc.append_keyless(
+                        topic, ts, keys, values, order, delivery, deadline, placement.partitioner
                     )
                 else:
                     await acc.append_many(topic, p, ts, keys, values, order, delivery, deadline)
-
-
-async def _send_keyless(
-    acc: RecordAccumulator,
-    placement: RecordPlacement,
-    topic: str,
-    ts: int,
-    values: list[bytes | None],
-    order: list[int],
-    delivery: BulkDelivery,
-    deadline: float,
-) -> None:
-    """Keyless records (``order``), appended one by one as ``send()`` appends them: the
-    accumulator places each on the topic's sticky partition (KIP-794, which looks at the
-    batches as they fill), so they land where ``send()`` would put them."""
-    partitioner = placement.partitioner
-    for n, i in enumerate(order):
-        if acc.shut_down is not None:  # it happened while this call awaited
-            for j in order[n:]:
-                delivery.record_failed(j, acc.shut_down)
-            return
-        value = values[i]
-        size = record_bound(None, value, None)
-        try:
-            fut = acc.append(topic, -1, ts, None, value, None, size, 0, partitioner)
-            if fut is None:
-                timeout = max(0.0, deadline - time.monotonic())
-                fut = await acc.append_wait(
-                    topic, -1, ts, None, value, None, size, timeout, partitioner
-                )
-        except Exception as e:  # this record only (no memory in time, ...)
-            delivery.record_failed(i, e)
-            continue
-        delivery.track(i, fut)
-        if acc.filler is not None:  # it filled a batch: let the sender take it
-            await hand_over(acc, False, acc.wakeup)
 
 
 def _group(

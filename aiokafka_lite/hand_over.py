@@ -23,30 +23,40 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 
-class Declined:
-    """Why ``send()``'s fast path (``SendPath.append``) appended nothing: false in a test,
-    as its future is true."""
+class Declined(int):
+    """Why ``send()``'s fast path (``SendPath.append``) appended nothing: :data:`NOT_PLAIN`
+    or :data:`FILLED`, told apart by identity. False in a test (an int of 0, so that the
+    test costs ``send()`` no Python call), where its future is true."""
 
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def __bool__(self) -> Literal[False]:  # (so that `if found:` narrows to the future)
-        return False
+    __slots__ = ()
+    reason = ""
 
     def __repr__(self) -> str:
-        return f"<Declined: {self.reason}>"
+        return f"<{self.reason}>"
+
+    if TYPE_CHECKING:
+
+        def __bool__(self) -> Literal[False]: ...  # (so that `if found:` narrows to the future)
+
+
+class _NotPlain(Declined):
+    __slots__ = ()
+    reason = "not the plain case"
+
+
+class _Filled(Declined):
+    __slots__ = ()
+    reason = "the open batch is full"
 
 
 #: Not the fast path's case: ``send()``'s general path takes the record, unchanged.
-NOT_PLAIN = Declined("not the plain case")
+NOT_PLAIN: Declined = _NotPlain(0)
 #: The record did not fit its partition's open batch (now marked full): this task filled
 #: a batch, and the general path starts the next one.
-FILLED = Declined("the open batch is full")
+FILLED: Declined = _Filled(0)
 
 
 class Fills(Protocol):

@@ -17,11 +17,11 @@ import ssl
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from . import aiokafka_arguments, bulk_send, checks, loop_check
+from . import aiokafka_arguments, checks, loop_check
 from .accumulator import RecordAccumulator
 from .aiokafka_client import AiokafkaClientView, AiokafkaInternals
 from .batch_builder import BatchBuilder
@@ -45,11 +45,12 @@ from .interceptors import (
 from .metadata import Metadata, wait_on_metadata
 from .partitioner import Partitioner
 from .placement import MAX_RECORD_OVERHEAD, RecordPartitioner, RecordPlacement
+from .producer_bulk import ProducerBulk
 from .producer_transactions import ProducerTransactions
 from .records import Header
 from .runtime import Runtime
 from .sender import Sender
-from .structs import DeliveryReport, RecordMetadata
+from .structs import RecordMetadata
 from .tasks import uncancellable
 from .txn_result import Transaction, TransactionalResult
 
@@ -85,7 +86,7 @@ def _no_fast_path(topic: Any, key: Any, value: Any) -> Declined:
     return NOT_PLAIN
 
 
-class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
+class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, ProducerBulk[K, V], Generic[K, V]):
     """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
 
     # What send()'s loop check compares (see _check_send): set by its first full check.
@@ -596,83 +597,6 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
         return set(range(len(parts)))
-
-    # -- pre-built batches -------------------------------------------------------------
-
-    def create_batch(self) -> BatchBuilder:
-        """An empty batch to fill with ``append`` and send with :meth:`send_batch`."""
-        return BatchBuilder(
-            self._batch_size,
-            self._compress,
-            self._codec_id,
-            key_serializer=self._placement.key_serializer,
-            value_serializer=self._placement.value_serializer,
-        )
-
-    async def send_batch(
-        self, batch: BatchBuilder, topic: str, *, partition: int | None
-    ) -> asyncio.Future[RecordMetadata]:
-        """Send a batch built with :meth:`create_batch` to one partition.
-
-        With ``partition=None`` the partitioner picks it (as for a keyless
-        record, as aiokafka does). The future resolves to the metadata of the
-        batch's first record (to None for an empty batch, which sends nothing).
-        """
-        self._check_running()
-        self._check_transactional_send()
-        if not isinstance(batch, BatchBuilder):
-            raise TypeError(
-                f"batch must come from create_batch(), got {type(batch).__name__} (for {topic!r})"
-            )
-        parts = self._known_partitions(topic)
-        if parts is None:
-            parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
-        partition = self._record_partitioner.for_batch(topic, len(parts), partition)
-        builder = batch._take(topic, self._max_request_size)
-        if builder is None:
-            # Nothing to send: resolved at once, to None (as aiokafka's).
-            empty: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-            empty.set_result(None)  # type: ignore[arg-type]
-            return empty
-        fut = await self._acc.append_built(topic, partition, builder, self._max_block)
-        # A yield per batch lets the sender ship it while the caller builds the
-        # next one, instead of after a whole loop of batches.
-        await asyncio.sleep(0)
-        return fut
-
-    async def send_many(
-        self,
-        topic: str,
-        records: Iterable[tuple[K | None, V | None]],
-        *,
-        partition: int | None = None,
-    ) -> asyncio.Future[DeliveryReport]:
-        """Send ``(key, value)`` pairs to one topic: the fastest way to send many records.
-
-        Records are placed and encoded as by :meth:`send`, but share one
-        future instead of one each: it resolves, once all are delivered, to a
-        :class:`~aiokafka_lite.structs.DeliveryReport` (their metadata in call
-        order), or fails with :class:`~aiokafka_lite.errors.DeliveryFailedError`
-        whose ``errors`` map failed positions to exceptions. A bad record
-        (serializer error, too large) fails alone there, not the call. Awaits, like ``send``, for
-        the topic's metadata and for buffer memory, together at most
-        ``max_block_ms``: records that got no memory by then fail (in the
-        report) with :class:`~aiokafka_lite.errors.KafkaTimeoutError`.
-        All records of the call share one timestamp (the time of the call).
-        """
-        self._check_running()
-        self._check_transactional_send()
-        deadline = time.monotonic() + self._max_block  # for the whole call
-        parts = self._known_partitions(topic)
-        if parts is None:
-            parts = await self._wait_on_metadata(topic, deadline)
-        if partition is not None:
-            self._place(topic, None, parts, 0, partition)  # raises if out of range
-        # With interceptors each record goes through send(), so that they see it.
-        send = self.send if self._interceptors else None
-        return await bulk_send.send_many(
-            self._acc, self._placement, send, topic, records, partition, parts, deadline
-        )
 
 
 # The constructor's defaults of the configuration options (the arguments that are

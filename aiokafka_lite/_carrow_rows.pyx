@@ -22,6 +22,13 @@ from libc.string cimport memcpy
 from aiokafka_lite._cbatch_builder cimport BatchBuilder
 from aiokafka_lite._cpartitioner cimport _hash, moves_on
 
+# records.RECORD_OVERHEAD, what a record adds beyond key, value and headers at most (a
+# constant here: records imports the compiled twins; tests/test_speedups.py compares them)
+cdef enum:
+    RECORD_OVERHEAD = 36
+#: (for the test that it is records.RECORD_OVERHEAD)
+SIZE_OVERHEAD = RECORD_OVERHEAD
+
 # The events run() stops with (mirrored in aiokafka_lite/spark/arrow_rows.py).
 cdef enum:
     DONE = 0
@@ -217,16 +224,15 @@ cdef class ArrowRows:
         self.nviews = 0
         PyMem_Free(self.scratch)
 
-    cdef Py_ssize_t _headers(self, Py_ssize_t i, Py_ssize_t* bound) except -2:
+    cdef Py_ssize_t _headers(self, Py_ssize_t i) except -2:
         # Encode row i's headers into scratch (records._encode_headers' bytes); return
         # their size, 0 for none, -1 for a row the pure path must fail (a null name or
-        # entry). bound: what _size_bound adds for them.
+        # entry).
         cdef int64_t a, b, e
         cdef Py_ssize_t need, ksize, vsize
         cdef const char* kd
         cdef const char* vd
         cdef char* p
-        bound[0] = 0
         if not self.hlist.present or is_null(&self.hlist, i):
             return 0
         a, b = start_of(&self.hlist, i), start_of(&self.hlist, i + 1)
@@ -239,7 +245,6 @@ cdef class ArrowRows:
             kd = slot(&self.hkey, e, &ksize)
             vd = slot(&self.hvalue, e, &vsize)
             need += 20 + ksize + (vsize if vsize > 0 else 0)
-            bound[0] += 12 + ksize + (vsize if vsize > 0 else 0)
         if need > self.scratch_size:
             p = <char*>PyMem_Realloc(self.scratch, need)
             if p == NULL:
@@ -260,7 +265,7 @@ cdef class ArrowRows:
 
     def append_at(self, Py_ssize_t i, BatchBuilder batch not None, int64_t now):
         """Append row ``i`` to ``batch`` (after an event: a new, empty batch)."""
-        cdef Py_ssize_t ksize, vsize, hsize, bound
+        cdef Py_ssize_t ksize, vsize, hsize
         cdef const char* kd
         cdef const char* vd
         cdef int64_t ts = now
@@ -272,7 +277,7 @@ cdef class ArrowRows:
         if not self.key.present:
             ksize = -1
         vd = slot(&self.value, i, &vsize)
-        hsize = self._headers(i, &bound)
+        hsize = self._headers(i)
         if hsize < 0:
             raise ValueError(f"row {i}: a null header name or entry")
         if self.stamp.present and not is_null(&self.stamp, i):
@@ -319,7 +324,7 @@ cdef class ArrowRows:
         cdef list open_list
         for i in range(self.pos, self.length):
             # a row the converter fails (a null header name) fails before any look-up
-            hsize = self._headers(i, &bound)
+            hsize = self._headers(i)
             if hsize < 0:
                 return self._stop(i, SLOW)
             # the topic (null, unknown or out of states: the pure path or a look-up)
@@ -384,8 +389,10 @@ cdef class ArrowRows:
                 raise TypeError("the Arrow path writes bytes: a batch with serializers")
             if cap and b._builder is not None and b._builder.count:
                 size = len(b._builder.buf)
-                bound += 24 + (ksize if ksize > 0 else 0) + (vsize if vsize > 0 else 0)
-                if size + bound > cap:  # as _size_bound in task.py
+                # records.record_size: the one sizing rule (exact header bytes)
+                bound = RECORD_OVERHEAD + (ksize if ksize > 0 else 0) + (vsize if vsize > 0 else 0)
+                bound += hsize if hsize > 0 else 0
+                if size + bound > cap:
                     return self._stop(i, SEND_CAP)
             before = 0 if b._builder is None else len(b._builder.buf)
             if b._append_raw(

@@ -19,6 +19,12 @@ from aiokafka_lite._cpartitioner cimport _hash as murmur2_hash
 from aiokafka_lite._cpartitioner cimport moves_on
 from aiokafka_lite._crecords cimport RecordBatchBuilder
 
+from aiokafka_lite.hand_over import FILLED as _FILLED, NOT_PLAIN as _NOT_PLAIN
+
+# send_path's answers when nothing was appended (held as C globals: no lookup per record)
+cdef object NOT_PLAIN = _NOT_PLAIN
+cdef object FILLED = _FILLED
+
 
 # Keys up to this many bytes are hashed on every record: murmur2 over them costs no more
 # than the hash cache's lookup (and nothing is stored for keys that never come back).
@@ -57,40 +63,30 @@ cdef class SendPath:
     cdef Py_ssize_t _overhead
     cdef Py_ssize_t _record_memory
     cdef Py_ssize_t _bound
-    cdef dict _sticky  # keyless records: the placement's sticky partition per topic
+    cdef dict _sticky  # keyless records: the partitioner's sticky partition per topic
     cdef dict _sticky_bytes  # ... the bytes its keyless records added there
     cdef object _move_on  # ... and what moves the topic on
 
-    def __init__(
-        self,
-        metadata,
-        hashes,
-        PoolCore pool,
-        Py_ssize_t limit,
-        waiters,
-        dict queues,
-        Py_ssize_t max_request_size,
-        Py_ssize_t record_overhead,
-        Py_ssize_t record_memory,
-        Py_ssize_t send_bound,
-        dict sticky,
-        dict sticky_bytes,
-        move_on,
-    ):
-        self._metadata = metadata
+    def __init__(self, acc, partitioner, Py_ssize_t max_request_size):
+        # (imported here: buffer_pool imports send_path, which loads this module)
+        from aiokafka_lite.buffer_pool import SEND_BOUND, SEND_RECORD_MEMORY
+        from aiokafka_lite.send_path import MAX_RECORD_OVERHEAD
+
+        hashes = partitioner.hashes
+        self._metadata = partitioner.metadata
         self._cache = hashes.table
         self._capacity = hashes.capacity
-        self._pool = pool
-        self._queues = queues
-        self._waiters = waiters
-        self._limit = limit
+        self._sticky = partitioner.current
+        self._sticky_bytes = partitioner.produced
+        self._move_on = partitioner.move_on
+        self._pool = acc.budget
+        self._queues = acc.queues
+        self._waiters = acc.waiters
+        self._limit = acc.limit
         self._max_size = max_request_size
-        self._overhead = record_overhead
-        self._record_memory = record_memory
-        self._bound = send_bound
-        self._sticky = sticky
-        self._sticky_bytes = sticky_bytes
-        self._move_on = move_on
+        self._overhead = MAX_RECORD_OVERHEAD
+        self._record_memory = SEND_RECORD_MEMORY
+        self._bound = SEND_BOUND
 
     cdef long _hash(self, bytes key):
         """``to_positive(murmur2(key))``: computed for a short key (as cheap as looking it
@@ -109,8 +105,8 @@ cdef class SendPath:
         return h
 
     def append(self, topic, key, value):
-        """The record appended: its future; False if it did not fit the open batch (now
-        marked full); None if it is not the plain case (see send_path.SendPath.append)."""
+        """The record appended: its future; FILLED if it did not fit the open batch (now
+        marked full); NOT_PLAIN if it is not the plain case (see send_path.SendPath.append)."""
         cdef Py_ssize_t size, n, added, appended, nparts, partition, limit
         cdef Py_ssize_t produced = 0
         cdef PyObject* found
@@ -119,69 +115,69 @@ cdef class SendPath:
         cdef BatchCore batch
         cdef bint keyless = key is None
         if not keyless and type(key) is not bytes:
-            return None
+            return NOT_PLAIN
         # Held in a local: the topic's __eq__ may run Python code that replaces the
         # metadata's dict, and ``found`` is a borrowed reference into it.
         partitions_by_topic = self._metadata.partitions_by_topic
         found = PyDict_GetItem(partitions_by_topic, topic)
         if found == NULL:  # (also when unhashable: the general path names the problem)
-            return None
+            return NOT_PLAIN
         nparts = len(<object>found)
         if nparts == 0:
-            return None
+            return NOT_PLAIN
         if keyless:
             if type(value) is not bytes:
-                return None
+                return NOT_PLAIN
             size = self._overhead + len(<bytes>value)
         elif type(value) is bytes:
             size = self._overhead + len(<bytes>key) + len(<bytes>value)
         elif value is None:
             size = self._overhead + len(<bytes>key)
         else:
-            return None
+            return NOT_PLAIN
         if size > self._max_size or self._waiters:
-            return None
+            return NOT_PLAIN
         if size + self._bound > self._limit - self._pool.used:  # (so that nothing overflows)
-            return None
+            return NOT_PLAIN
         if keyless:  # the topic's sticky partition (its open batch: no move before)
             if type(topic) is not str:  # (a str subclass could run code in the dict lookups)
-                return None
+                return NOT_PLAIN
             found = PyDict_GetItem(self._sticky, topic)
             if found == NULL:
-                return None
+                return NOT_PLAIN
             partition = <object>found
             if partition >= nparts:
-                return None
+                return NOT_PLAIN
         else:
             partition = self._hash(<bytes>key) % nparts
         found = PyDict_GetItem(self._queues, topic)
         if found == NULL:
-            return None
+            return NOT_PLAIN
         found = PyDict_GetItem(<dict>found, partition)
         if found == NULL:
-            return None
+            return NOT_PLAIN
         q = <object>found
         batches = q.batches
         n = len(batches)
         if n == 0:
-            return None
+            return NOT_PLAIN
         batch = <BatchCore?>batches[n - 1]  # (built without wraparound: no negative indices)
         if batch.full:
-            return None
+            return NOT_PLAIN
         ms = <double>_time.time() * 1000.0
         if not (-9.2e18 < ms < 9.2e18):  # NaN, infinite or past int64: the general path
-            return None  # raises as int(time.time() * 1000) does
+            return NOT_PLAIN  # raises as int(time.time() * 1000) does
         timestamp = <int64_t>ms  # int(time.time() * 1000)
         added = batch._append(timestamp, key, value, None, q.batch_limit)
         if added == 0:
             batch.full = True  # as append would mark it; the general path starts the next
-            return False  # (the task filled a batch: see aiokafka_lite.hand_over)
+            return FILLED  # (the task filled a batch: see aiokafka_lite.hand_over)
         appended = added
         added += self._record_memory
         batch.memory += added
         self._pool.used += added
         fut = batch.records._add(batch.count - 1, timestamp)
-        if keyless:  # as RecordPlacement.sticky_appended
+        if keyless:  # as RecordPartitioner.update
             found = PyDict_GetItem(self._sticky_bytes, topic)
             produced = appended + (0 if found == NULL else <Py_ssize_t><object>found)
             limit = q.batch_limit

@@ -13,17 +13,17 @@ of the pure implementation, so neither side can gain or change what the other la
 from __future__ import annotations
 
 import asyncio
-import collections
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .compression import Compressor
     from .delivery import RecordFutures
-    from .metadata import Metadata
+    from .hand_over import Declined
     from .partitioner import KeyHashCache
+    from .placement import RecordPartitioner
     from .records import Header
-    from .send_path import PartitionBatches
+    from .send_path import Accumulator
     from .structs import BatchRecordMetadata, RecordMetadata, TopicPartition
 
 __all__ = ["CONTRACTS"]
@@ -168,25 +168,12 @@ class SendPathContract(Protocol):
 
     def append(
         self, topic: Any, key: Any, value: Any
-    ) -> asyncio.Future[RecordMetadata] | Literal[False] | None: ...
+    ) -> asyncio.Future[RecordMetadata] | Declined: ...
 
 
 class NewSendPath(Protocol):
     def __call__(
-        self,
-        metadata: Metadata,
-        hashes: KeyHashCache,
-        pool: Any,
-        limit: int,
-        waiters: collections.deque[Any],
-        queues: Mapping[str, Mapping[int, PartitionBatches]],
-        max_request_size: int,
-        record_overhead: int,
-        record_memory: int,
-        send_bound: int,
-        sticky: dict[str, int],
-        sticky_bytes: dict[str, int],
-        move_on: Callable[[str], int],
+        self, acc: Accumulator, partitioner: RecordPartitioner, max_request_size: int
     ) -> SendPathContract: ...
 
 

@@ -42,10 +42,11 @@ from .errors import KafkaError
 from .hand_over import current_task_ref
 from .producer_batch import PartitionQueue, ProducerBatch
 from .records import Header, RecordBatchBuilder, record_size
+from .send_path import SendPath
 from .structs import RecordMetadata, TopicPartition
 
 if TYPE_CHECKING:
-    from .placement import RecordPlacement
+    from .placement import RecordPartitioner
 
 # The budget's constants and the batch classes are imported from here too.
 __all__ = [
@@ -108,11 +109,21 @@ class RecordAccumulator(BufferPool):
         self.filler: weakref.ref[asyncio.Task[Any]] | None = None
 
     @property
+    def wakeup(self) -> Callable[[], None]:
+        """What wakes the sender (a batch was created or filled)."""
+        return self._wakeup
+
+    @property
     def queues(self) -> dict[str, dict[int, PartitionQueue]]:
         """topic -> partition -> its queue: the same dict for the accumulator's life."""
         return self._queues
 
     # -- appending ----------------------------------------------------------------
+
+    def send_path(self, partitioner: RecordPartitioner, max_request_size: int) -> SendPath:
+        """``send()``'s fast path over this accumulator's budget and queues, placing with
+        ``partitioner`` (:mod:`aiokafka_lite.send_path`, compiled when built)."""
+        return SendPath(self, partitioner, max_request_size)
 
     def queue_for(self, topic: str, partition: int) -> PartitionQueue:
         parts = self._queues.get(topic)
@@ -164,7 +175,7 @@ class RecordAccumulator(BufferPool):
         headers: Sequence[Header] | None,
         size: int,
         reserved: int = 0,
-        keyless: RecordPlacement | None = None,
+        keyless: RecordPartitioner | None = None,
     ) -> asyncio.Future[RecordMetadata] | None:
         """Append one record and return its future; the hot path of ``send()``.
 
@@ -174,7 +185,7 @@ class RecordAccumulator(BufferPool):
         With ``keyless`` (a record without key or partition), ``partition`` is the
         topic's sticky one, chosen here as Java's ``RecordAccumulator.append`` does: a
         record that does not fit the open batch closes it and asks again (the topic may
-        move on), and the bytes appended are counted (see ``RecordPlacement``).
+        move on), and the bytes appended are counted (see ``RecordPartitioner``).
         """
         size += SEND_BOUND  # it may have to start a batch
         budget = self.budget
@@ -184,7 +195,7 @@ class RecordAccumulator(BufferPool):
         added = 0
         while True:
             if keyless is not None:
-                partition = keyless.sticky_partition(topic)
+                partition = self._sticky_partition(keyless, topic)
             try:
                 q = self._queues[topic][partition]
             except KeyError:
@@ -215,8 +226,22 @@ class RecordAccumulator(BufferPool):
         budget.used = used + added - reserved  # (nothing above changed it: no await, no callback)
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
         if keyless is not None:
-            keyless.sticky_appended(topic, partition, appended, q)
+            limit = q.batch_limit
+            keyless.update(topic, partition, appended, limit, len(batch.buf) >= limit)
         return fut
+
+    def _sticky_partition(self, keyless: RecordPartitioner, topic: str) -> int:
+        """The topic's sticky partition for its next keyless record, moved on first if
+        its bytes were reached and its batches are all full (Java's ``allBatchesFull``:
+        none open, the last closed or sent). A batch at its limit but not marked full
+        refuses the next record, which is then placed again: the same move."""
+        partition = keyless.peek(topic)
+        if keyless.produced.get(topic):
+            q = self._queues.get(topic, {}).get(partition)
+            if q is None or not q.batches or q.batches[-1].full:
+                limit = self._batch_size if q is None else q.batch_limit
+                partition = keyless.update(topic, partition, 0, limit, True)
+        return partition
 
     def create_future(self) -> asyncio.Future[Any]:
         return self._loop.create_future()
@@ -289,6 +314,71 @@ class RecordAccumulator(BufferPool):
             except KafkaError as e:
                 self._fail_records(delivery, order[pos:], e)
                 return
+
+    async def append_keyless(
+        self,
+        topic: str,
+        timestamp: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        order: list[int],
+        delivery: BulkDelivery,
+        deadline: float,
+        partitioner: RecordPartitioner,
+    ) -> None:
+        """Append ``send_many()``'s keyless records ``order`` one by one, each placed as
+        :meth:`append` places a keyless record (the topic's sticky partition, placed again
+        when it closes a batch it does not fit; its bytes counted after), reported to
+        ``delivery`` as :meth:`append_many` reports its runs."""
+        for i in order:
+            filled = False
+            while True:
+                if self.shut_down is not None:
+                    delivery.record_failed(i, self.shut_down)
+                    break
+                p = self._sticky_partition(partitioner, topic)
+                q = self.queue_for(topic, p)
+                batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
+                before = 0 if batch is None else len(batch.buf)
+                if batch is not None:
+                    need = record_size(None, values[i], None) + BULK_RECORD_MEMORY + RUN_MEMORY
+                    room = 0 if self._waiters else self.limit - self.budget.used
+                    if room >= need:
+                        run = [i]
+                        budget = room - RUN_MEMORY
+                        if self._append_run(batch, timestamp, keys, values, run, 0, budget) == 0:
+                            filled = True
+                            continue  # it closed the batch: placed again (it may move on)
+                        self._add_bulk_slots(batch, delivery, run, timestamp)
+                        batch.memory += RUN_MEMORY
+                        self.budget.used += RUN_MEMORY
+                        self._count_keyless(partitioner, topic, p, q, batch, before)
+                        break
+                # No open batch, or no memory now: append_many starts one or waits.
+                await self.append_many(topic, p, timestamp, keys, values, [i], delivery, deadline)
+                last = q.batches[-1] if q.batches else None
+                if last is not None and (last is not batch or len(last.buf) != before):
+                    self._count_keyless(
+                        partitioner, topic, p, q, last, 0 if last is not batch else before
+                    )
+                break
+            if filled:
+                self._wakeup()
+                await asyncio.sleep(0)  # let the sender take the full batch
+
+    @staticmethod
+    def _count_keyless(
+        partitioner: RecordPartitioner,
+        topic: str,
+        partition: int,
+        q: PartitionQueue,
+        batch: ProducerBatch,
+        before: int,
+    ) -> None:
+        # The bytes a keyless record added (a batch's header too, for its first record).
+        limit = q.batch_limit
+        size = len(batch.buf)
+        partitioner.update(topic, partition, size - before, limit, size >= limit)
 
     def _append_run(
         self,
@@ -371,7 +461,7 @@ class RecordAccumulator(BufferPool):
         headers: Sequence[Header] | None,
         size: int,
         timeout: float,
-        keyless: RecordPlacement | None = None,
+        keyless: RecordPartitioner | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append
         (with ``keyless``, :meth:`append` chooses the partition then)."""

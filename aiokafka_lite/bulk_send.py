@@ -6,7 +6,10 @@ partition's records of the chunk are encoded into its batches in one run
 (:meth:`~aiokafka_lite.accumulator.RecordAccumulator.append_many`): no future and no
 call per record. Runs of plain records (bytes, no serializer, the default
 partitioner) are placed in one call (:func:`~aiokafka_lite.partitioner.place_plain`,
-compiled when built). The outcome reaches the call's
+compiled when built). Keyless records (with the default partitioner) are appended one
+by one (:meth:`~aiokafka_lite.accumulator.RecordAccumulator.append_keyless`): the
+accumulator places each on the topic's sticky partition as its batches fill (KIP-794),
+as for ``send()``, so they land where ``send()`` would put them. The outcome reaches the call's
 :class:`~aiokafka_lite.bulk_delivery.BulkDelivery` per batch. A bad record fails
 alone, in the delivery report. With interceptors, each record goes through
 ``send()`` instead (:func:`send_each`), so that they see it.
@@ -80,11 +83,15 @@ async def send_runs(
     ts = int(time.time() * 1000)
     for lo in range(0, count, CHUNK):
         hi = min(lo + CHUNK, count)
-        by_partition = _group(
-            placement, topic, items, lo, hi, keys, values, partition, parts, delivery
-        )
-        for p, order in by_partition.items():
-            await acc.append_many(topic, p, ts, keys, values, order, delivery, deadline)
+        segments = _group(placement, topic, items, lo, hi, keys, values, partition, parts, delivery)
+        for by_partition in segments:
+            for p, order in by_partition.items():
+                if p < 0:  # keyless: placed where each is appended, as send() places them
+                    await acc.append_keyless(
+                        topic, ts, keys, values, order, delivery, deadline, placement.partitioner
+                    )
+                else:
+                    await acc.append_many(topic, p, ts, keys, values, order, delivery, deadline)
 
 
 def _group(
@@ -98,14 +105,21 @@ def _group(
     partition: int | None,
     parts: Sequence[Any],
     delivery: BulkDelivery,
-) -> dict[int, list[int]]:
-    """Check, serialize and place ``items[lo:hi]`` into keys/values: partition -> indices."""
-    by_partition: dict[int, list[int]] = {}
+) -> list[dict[int, list[int]]]:
+    """Check, serialize and place ``items[lo:hi]`` into keys/values: segments of
+    partition -> indices, in call order. A segment holds either keyed records (grouped by
+    partition) or a run of keyless ones (under -1, placed as they are appended), so that
+    each partition takes its records in call order."""
+    segments: list[dict[int, list[int]]] = [{}]
     plain = placement.plain
     limit = placement.max_request_size - MAX_RECORD_OVERHEAD
     i = lo
     while i < hi:
+        by_partition = segments[-1]
         if plain:  # a run of plain records in one call (compiled when built)
+            if -1 in by_partition:
+                by_partition = {}
+                segments.append(by_partition)
             i = place_plain(
                 items,
                 i,
@@ -115,16 +129,18 @@ def _group(
                 partition,
                 len(parts),
                 limit,
-                placement.hashes,
+                placement.partitioner.hashes,
                 by_partition,
             )
             if i == hi:
                 break
-        _group_one(
-            placement, topic, items, i, keys, values, partition, parts, delivery, by_partition
-        )
+        p = _group_one(placement, topic, items, i, keys, values, partition, parts, delivery)
+        if p is not None:
+            if segments[-1] and ((p < 0) != (-1 in segments[-1])):
+                segments.append({})  # keyed after keyless records, or keyless after keyed
+            segments[-1].setdefault(p, []).append(i)
         i += 1
-    return by_partition
+    return segments
 
 
 def _group_one(
@@ -137,23 +153,23 @@ def _group_one(
     partition: int | None,
     parts: Sequence[Any],
     delivery: BulkDelivery,
-    by_partition: dict[int, list[int]],
-) -> None:
-    """send()'s full checks, serializers and placement for record ``i`` alone."""
+) -> int | None:
+    """send()'s full checks, serializers and placement for record ``i`` alone: its
+    partition (-1: keyless, placed when appended), None if it failed."""
     try:
         k, v = items[i]
     except (TypeError, ValueError):
         delivery.record_failed(i, _not_a_pair(items[i], i, topic))
-        return
+        return None
     try:
-        k, v, size, _ = placement.prepare(topic, k, v, None)
-        p = placement.place(topic, k, parts, size, partition)
+        k, v, _, _ = placement.prepare(topic, k, v, None)
+        p = placement.partitioner.partition(topic, k, len(parts), partition)  # -1: keyless
     except Exception as e:  # this record only
         delivery.record_failed(i, e)
-        return
+        return None
     keys[i] = k
     values[i] = v
-    by_partition.setdefault(p, []).append(i)  # (place_plain inlines this for its runs)
+    return p
 
 
 async def send_each(

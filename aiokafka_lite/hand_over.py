@@ -3,7 +3,7 @@
 ``await send()`` in a loop never lets the event loop turn (it waits only for metadata
 or memory): the sender would idle until the buffer ran out, and the broker with it. A
 task *fills* a batch when its record does not fit the open one. The fast path finds
-that before its append (``SendPath.append`` returns False, and the general path then
+that before its append (``SendPath.append`` answers :data:`FILLED`, and the general path then
 starts the next batch); the accumulator finds it in its append and remembers the task
 (``RecordAccumulator.filler``). When the last filler sends again on the general path
 (for plain records, which the fast path takes, mostly its next fill; for any other
@@ -23,7 +23,40 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+
+class Declined(int):
+    """Why ``send()``'s fast path (``SendPath.append``) appended nothing: :data:`NOT_PLAIN`
+    or :data:`FILLED`, told apart by identity. False in a test (an int of 0, so that the
+    test costs ``send()`` no Python call), where its future is true."""
+
+    __slots__ = ()
+    reason = ""
+
+    def __repr__(self) -> str:
+        return f"<{self.reason}>"
+
+    if TYPE_CHECKING:
+
+        def __bool__(self) -> Literal[False]: ...  # (so that `if found:` narrows to the future)
+
+
+class _NotPlain(Declined):
+    __slots__ = ()
+    reason = "not the plain case"
+
+
+class _Filled(Declined):
+    __slots__ = ()
+    reason = "the open batch is full"
+
+
+#: Not the fast path's case: ``send()``'s general path takes the record, unchanged.
+NOT_PLAIN: Declined = _NotPlain(0)
+#: The record did not fit its partition's open batch (now marked full): this task filled
+#: a batch, and the general path starts the next one.
+FILLED: Declined = _Filled(0)
 
 
 class Fills(Protocol):

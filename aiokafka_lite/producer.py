@@ -17,12 +17,12 @@ import ssl
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from . import aiokafka_arguments, bulk_send, checks, loop_check
-from .accumulator import SEND_BOUND, SEND_RECORD_MEMORY, RecordAccumulator
+from . import aiokafka_arguments, checks, loop_check
+from .accumulator import RecordAccumulator
 from .aiokafka_client import AiokafkaClientView, AiokafkaInternals
 from .batch_builder import BatchBuilder
 from .client import NetworkClient
@@ -35,7 +35,7 @@ from .errors import (
     ProducerClosedError,
     ProducerNotStartedError,
 )
-from .hand_over import hand_over
+from .hand_over import FILLED, NOT_PLAIN, Declined, hand_over
 from .interceptors import (
     ProducerInterceptor,
     ProducerRecord,
@@ -44,13 +44,13 @@ from .interceptors import (
 )
 from .metadata import Metadata, wait_on_metadata
 from .partitioner import Partitioner
-from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
+from .placement import MAX_RECORD_OVERHEAD, RecordPartitioner, RecordPlacement
+from .producer_bulk import ProducerBulk
 from .producer_transactions import ProducerTransactions
 from .records import Header
 from .runtime import Runtime
-from .send_path import SendPath
 from .sender import Sender
-from .structs import DeliveryReport, RecordMetadata
+from .structs import RecordMetadata
 from .tasks import uncancellable
 from .txn_result import Transaction, TransactionalResult
 
@@ -81,12 +81,12 @@ def _is_default(value: Any, default: Any) -> bool:
     return value is default or (type(value) is type(default) and value == default)
 
 
-def _no_fast_path(topic: Any, key: Any, value: Any) -> None:
+def _no_fast_path(topic: Any, key: Any, value: Any) -> Declined:
     """send()'s fast path for a producer that has none: every record takes the general one."""
-    return None
+    return NOT_PLAIN
 
 
-class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
+class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, ProducerBulk[K, V], Generic[K, V]):
     """An asyncio Kafka producer; every option and its default: docs/configuration.md."""
 
     # What send()'s loop check compares (see _check_send): set by its first full check.
@@ -186,9 +186,10 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
         self._placement = placement = RecordPlacement(cfg)
         # Bound once, so that send() reads them as attributes of its own: the partitioner
         # and the key hash cache for its inline paths, the rest as its own methods.
-        self._custom_partitioner = placement.partitioner
-        self._hashes = placement.hashes
-        self._hash_peek = placement.hashes.peek
+        self._record_partitioner = placement.partitioner
+        self._custom_partitioner = placement.partitioner.custom
+        self._hashes = placement.partitioner.hashes
+        self._hash_peek = placement.partitioner.hashes.peek
         self._prepare = placement.prepare
         self._place = placement.place
         self._interceptors = tuple(cfg.interceptors)
@@ -210,9 +211,7 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
         self._sender: Sender
         # send()'s fast path (see send_path), for producers whose records take no
         # serializer, partitioner, interceptor or transaction check: set at start().
-        self._fast_append: Callable[
-            [Any, Any, Any], asyncio.Future[RecordMetadata] | Literal[False] | None
-        ]
+        self._fast_append: Callable[[Any, Any, Any], asyncio.Future[RecordMetadata] | Declined]
         self._fast_append = _no_fast_path
 
     # Not properties: frameworks subclass the producer and keep their own attributes
@@ -268,22 +267,9 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
             self._runtime = runtime
             self._client, self._metadata = runtime.client, runtime.metadata
             self._placement.metadata = runtime.metadata
-            self._placement.queues = runtime.acc.queues
             self._acc, self._sender = runtime.acc, runtime.sender
             if not (self._wrapped or self._serializing or self._custom_partitioner is not None):
-                path = SendPath(
-                    runtime.metadata,
-                    self._hashes,
-                    runtime.acc.budget,
-                    runtime.acc.limit,
-                    runtime.acc.waiters,
-                    runtime.acc.queues,
-                    self._max_request_size,
-                    MAX_RECORD_OVERHEAD,
-                    SEND_RECORD_MEMORY,
-                    SEND_BOUND,
-                    *self._placement.sticky_tables(),
-                )
+                path = runtime.acc.send_path(self._record_partitioner, self._max_request_size)
                 self._fast_append = path.append
             await runtime.open()
         except BaseException as e:
@@ -440,12 +426,12 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
             self._check_send()
         if partition is None and timestamp_ms is None and headers is None:
             found = self._fast_append(topic, key, value)
-            if found:  # (None: not the plain case; False: a full batch. Nothing was done)
+            if found:  # (else NOT_PLAIN or FILLED: nothing was appended)
                 return found
         else:
-            found = None
-        if found is False or self._acc.filler is not None:
-            await hand_over(self._acc, found is False, self._sender.wakeup)
+            found = NOT_PLAIN
+        if found is FILLED or self._acc.filler is not None:
+            await hand_over(self._acc, found is FILLED, self._sender.wakeup)
             if self._state != _STARTED:  # stopped or failed in its yield
                 self._check_running()
         if self._wrapped:  # a transaction to check, or interceptors to run
@@ -481,13 +467,13 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
                 if size > self._max_request_size:
                     self._prepare(topic, k, v, headers)  # raises, naming the topic
                 headers = None
-            keyless: RecordPlacement | None = None
+            keyless: RecordPartitioner | None = None
             if partition is None and self._custom_partitioner is None:
                 if k is not None:  # keyed: the common case, the hash cache's hit path inline
                     h = self._hash_peek(k)
                     partition = (self._hashes.hash(k) if h is None else h) % len(parts)
                 else:  # the accumulator places it, as Java's does
-                    keyless = self._placement
+                    keyless = self._record_partitioner
                     partition = -1
             else:
                 partition = self._place(topic, k, parts, size, partition)
@@ -572,7 +558,7 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
         key_bytes, value_bytes, size, headers = self._prepare(topic, key, value, headers)
         keyless = None
         if partition is None and key_bytes is None and self._custom_partitioner is None:
-            keyless, partition = self._placement, -1  # the accumulator places it
+            keyless, partition = self._record_partitioner, -1  # the accumulator places it
         else:
             partition = self._place(topic, key_bytes, parts, size, partition)
         ts = checks.record_timestamp(timestamp_ms, topic)
@@ -611,83 +597,6 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, Generic[K, V]):
         if parts is None:
             parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
         return set(range(len(parts)))
-
-    # -- pre-built batches -------------------------------------------------------------
-
-    def create_batch(self) -> BatchBuilder:
-        """An empty batch to fill with ``append`` and send with :meth:`send_batch`."""
-        return BatchBuilder(
-            self._batch_size,
-            self._compress,
-            self._codec_id,
-            key_serializer=self._placement.key_serializer,
-            value_serializer=self._placement.value_serializer,
-        )
-
-    async def send_batch(
-        self, batch: BatchBuilder, topic: str, *, partition: int | None
-    ) -> asyncio.Future[RecordMetadata]:
-        """Send a batch built with :meth:`create_batch` to one partition.
-
-        With ``partition=None`` the partitioner picks it (as for a keyless
-        record, as aiokafka does). The future resolves to the metadata of the
-        batch's first record (to None for an empty batch, which sends nothing).
-        """
-        self._check_running()
-        self._check_transactional_send()
-        if not isinstance(batch, BatchBuilder):
-            raise TypeError(
-                f"batch must come from create_batch(), got {type(batch).__name__} (for {topic!r})"
-            )
-        parts = self._known_partitions(topic)
-        if parts is None:
-            parts = await self._wait_on_metadata(topic, time.monotonic() + self._max_block)
-        partition = self._placement.place_batch(topic, parts, partition)
-        builder = batch._take(topic, self._max_request_size)
-        if builder is None:
-            # Nothing to send: resolved at once, to None (as aiokafka's).
-            empty: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-            empty.set_result(None)  # type: ignore[arg-type]
-            return empty
-        fut = await self._acc.append_built(topic, partition, builder, self._max_block)
-        # A yield per batch lets the sender ship it while the caller builds the
-        # next one, instead of after a whole loop of batches.
-        await asyncio.sleep(0)
-        return fut
-
-    async def send_many(
-        self,
-        topic: str,
-        records: Iterable[tuple[K | None, V | None]],
-        *,
-        partition: int | None = None,
-    ) -> asyncio.Future[DeliveryReport]:
-        """Send ``(key, value)`` pairs to one topic: the fastest way to send many records.
-
-        Records are placed and encoded as by :meth:`send`, but share one
-        future instead of one each: it resolves, once all are delivered, to a
-        :class:`~aiokafka_lite.structs.DeliveryReport` (their metadata in call
-        order), or fails with :class:`~aiokafka_lite.errors.DeliveryFailedError`
-        whose ``errors`` map failed positions to exceptions. A bad record
-        (serializer error, too large) fails alone there, not the call. Awaits, like ``send``, for
-        the topic's metadata and for buffer memory, together at most
-        ``max_block_ms``: records that got no memory by then fail (in the
-        report) with :class:`~aiokafka_lite.errors.KafkaTimeoutError`.
-        All records of the call share one timestamp (the time of the call).
-        """
-        self._check_running()
-        self._check_transactional_send()
-        deadline = time.monotonic() + self._max_block  # for the whole call
-        parts = self._known_partitions(topic)
-        if parts is None:
-            parts = await self._wait_on_metadata(topic, deadline)
-        if partition is not None:
-            self._place(topic, None, parts, 0, partition)  # raises if out of range
-        # With interceptors each record goes through send(), so that they see it.
-        send = self.send if self._interceptors else None
-        return await bulk_send.send_many(
-            self._acc, self._placement, send, topic, records, partition, parts, deadline
-        )
 
 
 # The constructor's defaults of the configuration options (the arguments that are

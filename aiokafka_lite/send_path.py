@@ -4,15 +4,14 @@ Most records a producer sends are the same case: a bytes key and a bytes value (
 or no key and a bytes value; no headers, no explicit partition or timestamp, a topic
 whose partitions are known, room in the budget and in the partition's open batch. A
 keyless record goes to the topic's sticky partition while its open batch takes it, and
-its bytes are counted as the general path counts them (Java's rule: see
-:meth:`~aiokafka_lite.placement.RecordPlacement.sticky_appended`), moving the topic on
-when :func:`~aiokafka_lite.partitioner.sticky_moves_on` says so.
+its bytes are counted as the general path counts them (Java's rule:
+:meth:`~aiokafka_lite.placement.RecordPartitioner.update`).
 :meth:`SendPath.append` does exactly that case, start to end (size, murmur2 or sticky
-placement, timestamp, encode, memory, future), and returns None for anything else,
-having changed nothing the general path would see differently (it may have remembered
-the key's hash). When the record does not fit the open batch it marks the batch full,
-as the general path would, and returns False: the task filled a batch (see
-:mod:`aiokafka_lite.hand_over`). ``send()`` then takes its general path, which checks
+placement, timestamp, encode, memory, future), and answers :data:`NOT_PLAIN` for
+anything else, having changed nothing the general path would see differently (it may
+have remembered the key's hash). When the record does not fit the open batch it marks
+the batch full, as the general path would, and answers :data:`FILLED`: the task filled
+a batch (see :mod:`aiokafka_lite.hand_over`). ``send()`` then takes its general path, which checks
 each argument, waits for metadata or memory and starts new batches.
 
 It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
@@ -31,21 +30,27 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import speedups
 from .delivery import RecordFutures
-from .partitioner import py_sticky_moves_on
-from .records import RecordBatchBuilder
+from .hand_over import FILLED, NOT_PLAIN, Declined
+from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, RecordBatchBuilder
 
 if TYPE_CHECKING:
-    from .metadata import Metadata
-    from .partitioner import KeyHashCache
+    from .placement import RecordPartitioner
     from .structs import RecordMetadata
 
+# The most a record without headers takes besides its key and value, a batch header
+# included (placement.record_bound's rule; placement.MAX_RECORD_OVERHEAD).
+MAX_RECORD_OVERHEAD = RECORD_OVERHEAD + BATCH_HEADER_SIZE
+
 __all__ = [
+    "FILLED",
+    "NOT_PLAIN",
     "BatchCore",
+    "Declined",
     "PoolCore",
     "PyBatchCore",
     "PyPoolCore",
@@ -84,8 +89,29 @@ class PartitionBatches(Protocol):
     def batch_limit(self) -> int: ...  # the uncompressed bytes its open batch may take
 
 
+class Accumulator(Protocol):
+    """What the fast path reads of its accumulator (a RecordAccumulator), never replaced."""
+
+    @property
+    def budget(self) -> PoolCore: ...  # the count of buffer_memory taken
+
+    @property
+    def limit(self) -> int: ...  # buffer_memory
+
+    @property
+    def waiters(self) -> collections.deque[Any]: ...  # callers waiting for the budget
+
+    @property
+    def queues(self) -> Mapping[str, Mapping[int, PartitionBatches]]: ...
+
+
 class SendPath:
-    """The fast path of one producer's ``send()`` (see the module docstring)."""
+    """The fast path of one producer's ``send()`` (see the module docstring).
+
+    Built by its accumulator (:meth:`~aiokafka_lite.accumulator.RecordAccumulator.send_path`)
+    over the accumulator's own budget, waiters and queues and the producer's
+    :class:`~aiokafka_lite.placement.RecordPartitioner`: it reads and changes them in place.
+    """
 
     __slots__ = (
         "_bound",
@@ -93,82 +119,63 @@ class SendPath:
         "_limit",
         "_max_size",
         "_metadata",
-        "_move_on",
-        "_overhead",
         "_peek",
         "_pool",
         "_queues",
         "_record_memory",
         "_sticky",
-        "_sticky_bytes",
+        "_update",
         "_waiters",
     )
 
     def __init__(
-        self,
-        metadata: Metadata,
-        hashes: KeyHashCache,
-        pool: PoolCore,
-        limit: int,
-        waiters: collections.deque[Any],
-        queues: Mapping[str, Mapping[int, PartitionBatches]],
-        max_request_size: int,
-        record_overhead: int,
-        record_memory: int,
-        send_bound: int,
-        sticky: dict[str, int],
-        sticky_bytes: dict[str, int],
-        move_on: Callable[[str], int],
+        self, acc: Accumulator, partitioner: RecordPartitioner, max_request_size: int
     ) -> None:
-        self._metadata = metadata
-        self._peek = hashes.peek
-        self._hash = hashes.hash
-        self._pool = pool  # the accumulator's count of buffer_memory taken (its budget)
-        self._queues = queues  # the accumulator's topic -> partition -> queue (never replaced)
-        self._waiters = waiters  # the callers waiting for the budget (never replaced either)
-        self._limit = limit  # buffer_memory
+        self._metadata = partitioner.metadata
+        self._peek = partitioner.hashes.peek
+        self._hash = partitioner.hashes.hash
+        self._sticky = partitioner.current  # keyless: each topic's sticky partition
+        self._update = partitioner.update  # ... and what counts a keyless append
+        self._pool = acc.budget  # the accumulator's count of buffer_memory taken
+        self._queues = acc.queues  # its topic -> partition -> queue (never replaced)
+        self._waiters = acc.waiters  # the callers waiting for the budget (never replaced)
+        self._limit = acc.limit  # buffer_memory
         self._max_size = max_request_size
-        self._overhead = record_overhead  # the most a record adds besides key and value
-        self._record_memory = record_memory  # buffer_memory a record holds besides its bytes
-        self._bound = send_bound  # ... and what it may take, should it start a batch
-        # Keyless records: the placement's sticky partition per topic, the bytes its
-        # keyless records added there, and what moves the topic on.
-        self._sticky = sticky
-        self._sticky_bytes = sticky_bytes
-        self._move_on = move_on
+        from .buffer_pool import SEND_BOUND, SEND_RECORD_MEMORY  # (it imports PoolCore)
 
-    def append(
-        self, topic: Any, key: Any, value: Any
-    ) -> asyncio.Future[RecordMetadata] | Literal[False] | None:
-        """Append the record and return its future; False if it did not fit the open
-        batch (now marked full); None if it is not the plain case."""
+        self._record_memory = SEND_RECORD_MEMORY  # buffer_memory a record holds besides its bytes
+        self._bound = SEND_BOUND  # ... and what it may take, should it start a batch
+
+    def append(self, topic: Any, key: Any, value: Any) -> asyncio.Future[RecordMetadata] | Declined:
+        """Append the record and return its future; else why not: :data:`FILLED` (it did
+        not fit the open batch, now marked full) or :data:`NOT_PLAIN` (not this case)."""
         try:
             parts = self._metadata.partitions_by_topic.get(topic)
         except TypeError:  # unhashable: the general path names the problem
-            return None
+            return NOT_PLAIN
         if parts is None:
-            return None
+            return NOT_PLAIN
         if key is None:
             if type(value) is not bytes:
-                return None
-            size = self._overhead + len(value)
+                return NOT_PLAIN
+            size = MAX_RECORD_OVERHEAD + len(value)
         elif type(key) is not bytes:
-            return None
+            return NOT_PLAIN
         elif type(value) is bytes:
-            size = self._overhead + len(key) + len(value)
+            size = MAX_RECORD_OVERHEAD + len(key) + len(value)
         elif value is None:
-            size = self._overhead + len(key)
+            size = MAX_RECORD_OVERHEAD + len(key)
         else:
-            return None
+            return NOT_PLAIN
         pool = self._pool
         if size > self._max_size or self._waiters or pool.used + size + self._bound > self._limit:
-            return None
+            return NOT_PLAIN
         if key is None:  # the topic's sticky partition (its open batch: no move before)
             if type(topic) is not str:  # (a str subclass could run code in the dict lookups)
-                return None
+                return NOT_PLAIN
             partition = self._sticky.get(topic)
             if partition is None or partition >= len(parts):
-                return None
+                return NOT_PLAIN
         else:
             h = self._peek(key)
             if h is None:
@@ -176,33 +183,28 @@ class SendPath:
             partition = h % len(parts)
         parts_of_topic = self._queues.get(topic)
         if parts_of_topic is None:
-            return None
+            return NOT_PLAIN
         q = parts_of_topic.get(partition)
         if q is None or not q.batches:
-            return None
+            return NOT_PLAIN
         batch: BatchCore = q.batches[-1]
         if batch.full:
-            return None
+            return NOT_PLAIN
         ms = time.time() * 1000
         if not -9.2e18 < ms < 9.2e18:  # NaN, infinite or past int64: the general path
-            return None  # raises as int(time.time() * 1000) does
+            return NOT_PLAIN  # raises as int(time.time() * 1000) does
         timestamp = int(ms)
-        added = batch.append(timestamp, key, value, None, q.batch_limit)
+        limit = q.batch_limit
+        added = batch.append(timestamp, key, value, None, limit)
         if not added:
             batch.full = True  # as append would mark it; the general path starts the next
-            return False
-        appended = added
-        added += self._record_memory
-        batch.memory += added
-        pool.used += added
+            return FILLED
+        memory = added + self._record_memory
+        batch.memory += memory
+        pool.used += memory
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
-        if key is None:  # as RecordPlacement.sticky_appended
-            produced = self._sticky_bytes.get(topic, 0) + appended
-            limit = q.batch_limit
-            if py_sticky_moves_on(produced, limit, len(batch.buf) >= limit):
-                self._move_on(topic)
-            else:
-                self._sticky_bytes[topic] = produced
+        if key is None:  # counted as the accumulator's append counts it
+            self._update(topic, partition, added, limit, len(batch.buf) >= limit)
         return fut
 
 

@@ -28,6 +28,7 @@ from readers import read_all_confluent
 from aiokafka_lite import AIOKafkaProducer, send_path, speedups
 from aiokafka_lite import producer as producer_module
 from aiokafka_lite.accumulator import SEND_BOUND, SEND_RECORD_MEMORY
+from aiokafka_lite.hand_over import FILLED, NOT_PLAIN
 from aiokafka_lite.interceptors import ProducerRecord
 from aiokafka_lite.partitioner import py_default_partition
 from aiokafka_lite.placement import MAX_RECORD_OVERHEAD
@@ -51,21 +52,8 @@ async def started(bootstrap: str, **config: Any) -> Any:
 
 
 def path_of(cls: Any, producer: AIOKafkaProducer[Any, Any]) -> Any:
-    """A SendPath of twin ``cls`` over the producer's own parts (as start() makes one)."""
-    acc = producer._acc
-    return cls(
-        producer._metadata,
-        producer._hashes,
-        acc.budget,
-        acc.limit,
-        acc.waiters,
-        acc.queues,
-        producer._max_request_size,
-        MAX_RECORD_OVERHEAD,
-        SEND_RECORD_MEMORY,
-        SEND_BOUND,
-        *producer._placement.sticky_tables(),
-    )
+    """A SendPath of twin ``cls`` over the producer's own parts (as its accumulator makes one)."""
+    return cls(producer._acc, producer._placement.partitioner, producer._max_request_size)
 
 
 def state(producer: AIOKafkaProducer[Any, Any]) -> tuple[Any, ...]:
@@ -88,7 +76,7 @@ def counting(producer: AIOKafkaProducer[Any, Any]) -> Callable[[], int]:
     def fast(topic: Any, key: Any, value: Any) -> Any:
         nonlocal taken
         fut = inner(topic, key, value)
-        taken += bool(fut)  # (None: not the plain case; False: a full batch)
+        taken += bool(fut)  # (NOT_PLAIN, FILLED: nothing appended)
         return fut
 
     producer._fast_append = fast
@@ -152,13 +140,13 @@ async def test_what_is_not_plain_comes_back_none_with_nothing_changed(
             (topic, b"k", b"x" * 10_000),  # over max_request_size: the general path names it
         ]
         for args in not_plain:
-            assert path.append(*args) is None, args
+            assert path.append(*args) is NOT_PLAIN, args
             assert state(producer) == before, args
         # A full open batch: the general path starts the next one.
         (batch,) = producer._acc.queues[topic][py_default_partition(b"k", 2)].batches
         batch.full = True
         full = state(producer)
-        assert path.append(topic, b"k", b"v") is None
+        assert path.append(topic, b"k", b"v") is NOT_PLAIN
         assert state(producer) == full
         batch.full = False
         # The plain case: the budget grows by the bytes encoded plus a record's overhead.
@@ -171,7 +159,7 @@ async def test_what_is_not_plain_comes_back_none_with_nothing_changed(
         assert path.append(topic, b"k", b"x" * 9000)  # (16 KiB batches)
         assert not batch.full
         room = state(producer)
-        assert path.append(topic, b"k", b"x" * 9000) is False
+        assert path.append(topic, b"k", b"x" * 9000) is FILLED
         assert batch.full
         batch.full = False
         assert state(producer) == room
@@ -186,12 +174,12 @@ async def test_what_is_not_plain_comes_back_none_with_nothing_changed(
             pass
 
         before = state(producer)
-        assert path.append(Topic(topic), None, b"v") is None
+        assert path.append(Topic(topic), None, b"v") is NOT_PLAIN
         assert state(producer) == before
         keyless = path.append(topic, None, b"v")
         assert keyless
         await producer.flush()
-        assert (await keyless).partition == producer._placement._sticky.current[topic]
+        assert (await keyless).partition == producer._placement.partitioner.current[topic]
 
 
 @pytest.mark.parametrize("cls", TWINS)
@@ -220,10 +208,10 @@ async def test_a_record_over_the_budget_or_behind_waiters_is_left_to_the_general
         # Behind a waiter even a record that fits is not appended (FIFO, as Java).
         acc._waiters.append((10, asyncio.get_running_loop().create_future()))
         before = state(producer)
-        assert path.append(topic, b"k", b"") is None
+        assert path.append(topic, b"k", b"") is NOT_PLAIN
         assert state(producer) == before
         acc._waiters.clear()
-        assert path.append(topic, b"k", b"") is not None
+        assert path.append(topic, b"k", b"")
 
 
 def test_batch_core_is_the_base_of_producer_batch() -> None:
@@ -369,7 +357,7 @@ async def test_keyless_records_take_the_fast_path_to_the_sticky_partition(
     ):
         general._fast_append = _no_fast_path
         for producer in (fast, general):
-            producer._placement._sticky._rng = random.Random(5)
+            producer._placement.partitioner.seed(random.Random(5))
         taken = counting(fast)
         for producer, topic in ((fast, fast_topic), (general, general_topic)):
             futures = [await producer.send(topic, value) for value in values]
@@ -397,12 +385,12 @@ async def test_a_sticky_partition_the_topic_no_longer_has_is_left_to_the_general
         for p in range(4):  # an open batch in every partition
             await producer.send(topic, b"v", partition=p)
         path = path_of(cls, producer)
-        producer._placement._sticky.current[topic] = 3
+        producer._placement.partitioner.current[topic] = 3
         shrunk = dict(producer._metadata.partitions_by_topic)
         shrunk[topic] = shrunk[topic][:2]
         monkeypatch.setattr(producer._metadata, "partitions_by_topic", shrunk)
         before = state(producer)
-        assert path.append(topic, None, b"v") is None
+        assert path.append(topic, None, b"v") is NOT_PLAIN
         assert state(producer) == before
 
 
@@ -430,7 +418,7 @@ async def test_the_budget_and_batches_are_what_the_general_path_leaves(
         # producer's sender take batches at moments the other's cannot match.
         monkeypatch.setattr(producer_module, "hand_over", _no_hand_over)
         for producer in (fast, general):
-            producer._placement._sticky._rng = random.Random(3)
+            producer._placement.partitioner.seed(random.Random(3))
         taken = counting(fast)
         await fast.send(fast_topic, b"x", b"x")
         await general.send(general_topic, b"x", b"x")
@@ -478,7 +466,7 @@ async def test_a_clock_with_no_millisecond_is_refused_as_on_the_general_path(
         before = state(producer)
         monkeypatch.setattr(time, "time", lambda: clock)
         for cls in [twin.values[0] for twin in TWINS]:
-            assert path_of(cls, producer).append(topic, b"k", b"v") is None
+            assert path_of(cls, producer).append(topic, b"k", b"v") is NOT_PLAIN
         with pytest.raises((ValueError, OverflowError)):
             await producer.send(topic, b"v", b"k")
         monkeypatch.undo()

@@ -34,12 +34,14 @@ from readers import read_all_confluent
 from aiokafka_lite import speedups
 from aiokafka_lite.batch_builder import BatchBuilder
 from aiokafka_lite.errors import KafkaError, UnknownTopicOrPartitionError
+from aiokafka_lite.placement import RecordPartitioner
 from aiokafka_lite.spark import arrow_rows
 from aiokafka_lite.spark.arrow import Converter
 from aiokafka_lite.spark.arrow_rows import ArrowPath
 from aiokafka_lite.spark.contract import Plan
 from aiokafka_lite.spark.summary import TaskReport
 from aiokafka_lite.spark.task import TaskWriter, run_task
+from aiokafka_lite.testing.mock_parts import AllAvailable
 
 needs_compiled = pytest.mark.skipif(not speedups.COMPILED, reason="the pure build")
 PARTITIONS = {"a": 3, "b": 1}  # "gone" is not a topic: its rows fail
@@ -53,7 +55,13 @@ class RecordingProducer:
         self.config = SimpleNamespace(
             batch_size=batch_size, max_request_size=max_request_size, delivery_timeout_ms=1000
         )
-        self._placement = SimpleNamespace(key_serializer=None, value_serializer=None)
+        # The producer's partitioner, over metadata of PARTITIONS; its sticky draws
+        # follow the random module's seed.
+        partitioner = RecordPartitioner(None, batch_size, random.Random(random.getrandbits(64)))
+        partitioner.metadata = AllAvailable(lambda topic: PARTITIONS.get(topic, 0))  # type: ignore[assignment]
+        self._placement = SimpleNamespace(
+            key_serializer=None, value_serializer=None, partitioner=partitioner
+        )
         self.sent: list[tuple[str, int, bytes] | str] = []
 
     async def partitions_for(self, topic: str) -> set[int]:

@@ -451,3 +451,12 @@ def test_an_out_of_date_twin_falls_back_to_pure_python_and_says_why() -> None:
     assert "_cpartitioner is out of date (no sticky_moves_on)" in seen["reason"]
     assert "rebuild" in seen["reason"]
     assert seen["builder"] == "aiokafka_lite.records"
+
+
+@pytest.mark.skipif(not speedups.COMPILED, reason="the pure build")
+def test_compiled_arrow_rows_size_records_as_records_does() -> None:
+    # The Spark Arrow path checks max_request_size with records.record_size's overhead,
+    # which it keeps as a C constant (records imports the compiled twins).
+    from aiokafka_lite.records import RECORD_OVERHEAD
+
+    assert _compiled("_carrow_rows").SIZE_OVERHEAD == RECORD_OVERHEAD

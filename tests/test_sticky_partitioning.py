@@ -32,7 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiokafka_lite import partitioner, send_path, speedups
-from aiokafka_lite.accumulator import SEND_BOUND, SEND_RECORD_MEMORY, RecordAccumulator
+from aiokafka_lite.accumulator import RecordAccumulator
 from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.placement import MAX_RECORD_OVERHEAD, RecordPlacement
 from aiokafka_lite.records import RecordBatchBuilder
@@ -144,23 +144,10 @@ async def ours(
     )
     placement = RecordPlacement(ProducerConfig.from_kwargs(max_batch_size=batch_size))
     placement.metadata = Metadata(n)  # type: ignore[assignment]
-    placement.queues = acc.queues
-    placement._sticky._rng = random.Random(seed)
+    placement.partitioner.seed(random.Random(seed))
     fast = None
     if path_cls is not None:
-        fast = path_cls(
-            placement.metadata,
-            placement.hashes,
-            acc.budget,
-            acc.limit,
-            acc.waiters,
-            acc.queues,
-            1 << 20,
-            MAX_RECORD_OVERHEAD,
-            SEND_RECORD_MEMORY,
-            SEND_BOUND,
-            *placement.sticky_tables(),
-        )
+        fast = path_cls(acc, placement.partitioner, 1 << 20)
     timestamp = int(NOW * 1000)
     picked = []
     for op, arg in ops:
@@ -172,9 +159,11 @@ async def ours(
         value = b"v" * arg
         counts = {p: sum(b.count for b in q.batches) for p, q in queues.items()}
         fut = fast.append(TOPIC, None, value) if fast is not None else None
-        if not fut:  # not taken (None) or the open batch was full (False): general path
+        if not fut:  # not taken (NOT_PLAIN) or the open batch was full (FILLED): general path
             size = MAX_RECORD_OVERHEAD + len(value)
-            fut = acc.append(TOPIC, -1, timestamp, None, value, None, size, keyless=placement)
+            fut = acc.append(
+                TOPIC, -1, timestamp, None, value, None, size, keyless=placement.partitioner
+            )
             assert fut is not None
         grew = [
             p

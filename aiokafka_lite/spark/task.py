@@ -11,7 +11,6 @@ and counts rows sent and failed into a :class:`~.summary.TaskReport`.
 from __future__ import annotations
 
 import asyncio
-import random
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator
@@ -19,8 +18,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import KafkaError
-from ..partitioner import KeyHashCache, sticky_moves_on
+from ..placement import RecordPartitioner
 from ..producer import AIOKafkaProducer, BatchBuilder
+from ..records import record_size
 from ..structs import RecordMetadata
 from .arrow import Columns, Converter
 from .contract import Plan
@@ -37,32 +37,57 @@ NULL_TOPIC = "null topic present in the data: use the 'topic' option for setting
 
 
 class _Topic:
-    """Where one topic's rows go: its partition count, open batches, sticky partition."""
+    """Where one topic's rows go: its partition count, open batches, sticky partition.
 
-    __slots__ = ("error", "limit", "n", "name", "open", "produced", "sticky")
+    Keyless rows are placed by the producer's own
+    :class:`~aiokafka_lite.placement.RecordPartitioner` (Java's sticky rule, KIP-794, as
+    ``send()`` places them): ``sticky`` and ``produced`` are its state for this topic.
+    """
 
-    def __init__(self, name: str, n: int, limit: int, error: str | None = None) -> None:
+    __slots__ = ("error", "limit", "n", "name", "open", "partitioner")
+
+    def __init__(
+        self,
+        name: str,
+        n: int,
+        limit: int,
+        partitioner: RecordPartitioner,
+        error: str | None = None,
+    ) -> None:
         self.name = name
         self.n = n
         self.error = error  # the topic cannot be written (unknown, ...): its rows fail
         self.open: list[BatchBuilder | None] = [None] * n
-        # Keyless rows: Java's sticky partitioner (KIP-794, as the producer's send() has
-        # it: see RecordPlacement.sticky_partition): the partition, the bytes its keyless
-        # rows added there, and batch_size, which decides with sticky_moves_on.
-        self.limit = limit
-        self.sticky = random.randrange(n) if n else 0
-        self.produced = 0
+        self.limit = limit  # batch_size: a batch's bytes, for the sticky rule
+        self.partitioner = partitioner
+
+    @property
+    def sticky(self) -> int:
+        """The partition of the topic's next keyless row (0 for a topic not written)."""
+        return self.partitioner.peek(self.name) if self.n else 0
+
+    @property
+    def produced(self) -> int:
+        """The bytes the topic's keyless rows (and records) added to ``sticky``."""
+        return self.partitioner.produced.get(self.name, 0)
+
+    @produced.setter
+    def produced(self, added: int) -> None:  # (the compiled Arrow path writes it back)
+        self.partitioner.produced[self.name] = added
 
     def move_on(self) -> None:
-        """A new sticky partition: a uniform draw among all (the one left included)."""
-        self.sticky = random.randrange(self.n)
-        self.produced = 0
+        """A new sticky partition (:meth:`RecordPartitioner.move_on`)."""
+        self.partitioner.move_on(self.name)
 
     def appended(self, added: int, batch: BatchBuilder) -> None:
         """Count ``added`` bytes of a keyless row now in ``batch``; move on if it is time."""
-        self.produced += added
-        if sticky_moves_on(self.produced, self.limit, batch.size() >= self.limit):
-            self.move_on()
+        self.partitioner.update(
+            self.name, self.sticky, added, self.limit, batch.size() >= self.limit
+        )
+
+    def idle(self) -> None:
+        """The sticky partition has no open batch: move on if its bytes were reached."""
+        self.partitioner.update(self.name, self.sticky, 0, self.limit, True)
 
 
 class TaskWriter:
@@ -72,8 +97,10 @@ class TaskWriter:
         self.producer = producer
         self.plan = plan
         self.report = report
-        self.hashes = KeyHashCache()
-        self.partitioner = plan.config.get("partitioner")
+        # The producer's partitioner places every row (the plan's partitioner is the
+        # producer's): its key hash cache, the user's partitioner, the sticky state.
+        self.placer: RecordPartitioner = producer._placement.partitioner
+        self.partitioner = self.placer.custom
         self.topics: dict[str, _Topic] = {}
         self.pending: set[asyncio.Future[RecordMetadata]] = set()
         # A batch may not outgrow max_request_size, which can be below batch_size: then
@@ -91,9 +118,11 @@ class TaskWriter:
                 n = len(await self.producer.partitions_for(name))
             except KafkaError as e:
                 error = f"topic {name!r}: {type(e).__name__}: {e}"
-                found = _Topic(name, 0, self.batch_size, error)
+                found = _Topic(name, 0, self.batch_size, self.placer, error)
             else:
-                found = _Topic(name, n, self.batch_size)
+                found = _Topic(name, n, self.batch_size, self.placer)
+                if n:  # its sticky partition drawn now, whichever path asks for it first
+                    self.placer.peek(name)
                 self.report.wrote_to(name)
             self.topics[name] = found
         return found
@@ -103,7 +132,7 @@ class TaskWriter:
 
         ``now`` (ms): the timestamp of rows without one (default: the time of the call).
         """
-        plan, report, hashes, topics = self.plan, self.report, self.hashes, self.topics
+        plan, report, placer, topics = self.plan, self.report, self.placer, self.topics
         keys, values, parts, headers, times, errors, names = (
             cols.keys,
             cols.values,
@@ -118,7 +147,6 @@ class TaskWriter:
             now = int(time.time() * 1000)
         ts = now
         create = self.producer.create_batch
-        custom = self.partitioner
         cap = self.size_cap
         for i, value in enumerate(values):
             if errors and i in errors:
@@ -146,13 +174,11 @@ class TaskWriter:
                         ts = now if stamp is None else stamp
                     await self._keyless(t, value, ts, h)
                     continue
-                if custom is None:
-                    p = hashes.hash(key) % n
-                else:
-                    p = int(custom(key, list(range(n)), list(range(n))))
-                    if not 0 <= p < n:
-                        report.fail(1, f"the partitioner returned {p} for {n} partitions")
-                        continue
+                try:
+                    p = placer.partition(t.name, key, n, None)
+                except ValueError as e:  # a user's partitioner out of range
+                    report.fail(1, str(e))
+                    continue
             elif not 0 <= p < n:
                 report.fail(1, self._out_of_range(cols.row_base + i, p, t))
                 continue
@@ -163,7 +189,7 @@ class TaskWriter:
             b = t.open[p]
             if b is None:
                 b = t.open[p] = create()
-            elif cap and b.record_count() and b.size() + _size_bound(key, value, h) > cap:
+            elif cap and b.record_count() and b.size() + record_size(key, value, h) > cap:
                 await self._send(t, p, b)
                 b = t.open[p] = create()
             if b.append(key=key, value=value, timestamp=ts, headers=h) is None:
@@ -180,11 +206,12 @@ class TaskWriter:
             p = t.sticky
             b = t.open[p]
             if b is None:
-                if sticky_moves_on(t.produced, t.limit, True):
-                    t.move_on()
-                    continue
+                if t.produced:
+                    t.idle()  # (Java: all its batches full: it may move on first)
+                    if t.sticky != p:
+                        continue
                 b = t.open[p] = self.producer.create_batch()
-            elif cap and b.record_count() and b.size() + _size_bound(None, value, h) > cap:
+            elif cap and b.record_count() and b.size() + record_size(None, value, h) > cap:
                 await self._send(t, p, b)
                 t.open[p] = None
                 continue
@@ -231,14 +258,6 @@ class TaskWriter:
         if self.pending:
             await asyncio.wait(set(self.pending), timeout=timeout)
         # A future not done by now is counted by stop(), which fails it.
-
-
-def _size_bound(key: bytes | None, value: bytes | None, headers: Any) -> int:
-    """At least the bytes a record takes in a batch (its varints at their widest)."""
-    size = 24 + (len(key) if key else 0) + (len(value) if value else 0)
-    for name, data in headers or ():
-        size += 12 + len(name.encode()) + (len(data) if data else 0)
-    return size
 
 
 async def write_batches(
@@ -321,9 +340,9 @@ class BatchReader:
 
 
 def producer_options(config: dict[str, Any]) -> dict[str, Any]:
-    cfg = dict(config)
-    cfg.pop("partitioner", None)  # applied by TaskWriter, which places every row
-    return cfg
+    """The task producer's options: the plan's (its partitioner included: TaskWriter
+    places every row with the producer's)."""
+    return dict(config)
 
 
 async def _produce(plan: Plan, batches: Iterator[pa.RecordBatch], report: TaskReport) -> None:

@@ -248,12 +248,14 @@ class MockBatch(BatchBuilder):
 
 
 class AllAvailable:
-    """The metadata a placement reads (``cluster.available_partitions_by_topic``):
-    every partition of every topic is available."""
+    """The metadata a placement reads (``partitions_by_topic`` and
+    ``cluster.available_partitions_by_topic``): every partition of every topic is there
+    and available."""
 
     def __init__(self, count: Callable[[str], int]) -> None:
         self.cluster = self
         self.available_partitions_by_topic = self
+        self.partitions_by_topic = self
         self._count = count
 
     def get(self, topic: str, default: Iterable[int] | None = None) -> list[int]:

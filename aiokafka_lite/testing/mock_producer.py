@@ -438,7 +438,7 @@ class MockProducer(AIOKafkaProducer[K, V]):
                 f"batch must come from create_batch(), got {type(batch).__name__} (for {topic!r})"
             )
         count = self._partition_count(checks.check_topic(topic))
-        p = self._placement.place_batch(topic, range(count), partition)
+        p = self._placement.partitioner.for_batch(topic, count, partition)
         batch._take(topic, self._config.max_request_size)  # closes it; raises if too large
         entries, batch.entries = batch.entries, []
         assert self._loop is not None

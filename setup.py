@@ -30,7 +30,9 @@ def _twins() -> list[str]:
     raise RuntimeError("aiokafka_lite/speedups.py declares no TWINS")
 
 
-TWINS = {f"aiokafka_lite.{name}": f"aiokafka_lite/{name}.pyx" for name in _twins()}
+TWINS = {
+    f"aiokafka_lite._internal.{name}": f"aiokafka_lite/_internal/{name}.pyx" for name in _twins()
+}
 SKIP = os.environ.get("AIOKAFKA_LITE_NO_EXTENSIONS", "") not in ("", "0")
 
 

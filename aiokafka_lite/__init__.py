@@ -1,8 +1,8 @@
 """aiokafka_lite: an asyncio-native Kafka producer, a drop-in for aiokafka's AIOKafkaProducer."""
 
+from ._internal.batch_builder import BatchBuilder
 from ._version import __version__
 from .admin import NewTopic, create_topics
-from .batch_builder import BatchBuilder
 from .compat import AiokafkaPatchWarning, patch_aiokafka
 from .config import ProducerConfig
 from .errors import IllegalOperation, KafkaError, KafkaTimeoutError

@@ -10,9 +10,17 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, NamedTuple
 
-from .backoff import backoff_delay
-from .client import GROUP, NetworkClient
-from .cluster import Cluster, Node, PartitionInfo
+from ._internal.backoff import backoff_delay
+from ._internal.client import GROUP, NetworkClient
+from ._internal.cluster import Cluster, Node, PartitionInfo
+from ._internal.protocol.admin import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+)
 from .config import ProducerConfig
 from .errors import (
     CoordinatorNotAvailableError,
@@ -20,14 +28,6 @@ from .errors import (
     KafkaError,
     KafkaTimeoutError,
     error_from_response,
-)
-from .protocol.admin import (
-    CreatableTopic,
-    CreatableTopicConfig,
-    CreateTopicsRequest,
-    OffsetFetchRequest,
-    OffsetFetchRequestTopic,
-    OffsetFetchResponse,
 )
 from .structs import OffsetAndMetadata, TopicPartition
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 import msgspec
 
 from . import security, serializers
-from .compression import get_codec
+from ._internal.compression import get_codec
 from .errors import ConfigError
 from .interceptors import ProducerInterceptor
 

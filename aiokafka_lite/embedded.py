@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
-from ._processes import HARD_KILL, end_group, log_tail, spawn
+from ._internal._processes import HARD_KILL, end_group, log_tail, spawn
 
 __all__ = ["EmbeddedBroker"]
 

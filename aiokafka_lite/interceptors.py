@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from .records import Header
+from ._internal.records import Header
 from .structs import RecordMetadata
 
 __all__ = ["ProducerInterceptor", "ProducerRecord", "run_on_acknowledgement", "run_on_send"]

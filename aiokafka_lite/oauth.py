@@ -9,7 +9,7 @@ with a fresh token before the old one expires.
 
 :class:`OIDCClientCredentials` gets tokens from an OpenID Connect / OAuth 2
 token endpoint with the client-credentials grant (RFC 6749 section 4.4), over
-the project's own small HTTP client (:mod:`aiokafka_lite._http`): no new
+the project's own small HTTP client (:mod:`aiokafka_lite._internal._http`): no new
 dependency. Amazon MSK IAM is in :mod:`aiokafka_lite.msk` (optional extra).
 
 Providers derive from aiokafka's ``AbstractTokenProvider`` when aiokafka is
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from ._http import HttpError, post_form
+from ._internal._http import HttpError, post_form
 from .security import OAuthToken
 
 __all__ = [

@@ -50,10 +50,10 @@ except ImportError as e:  # without the extra (tests/test_otel.py shows the mess
         '(or, in a clone of the repository, pip install -e ".[otel]")'
     ) from e
 
+from ._internal.records import Header
 from ._version import __version__
 from .metrics import METRIC_DOCS
 from .producer import AIOKafkaProducer
-from .records import Header
 from .structs import RecordMetadata
 
 __all__ = ["Instrumentation", "instrument"]

@@ -21,12 +21,23 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from . import aiokafka_arguments, checks, loop_check
-from .accumulator import RecordAccumulator
-from .aiokafka_client import AiokafkaClientView, AiokafkaInternals
-from .batch_builder import BatchBuilder
-from .client import NetworkClient
-from .compression import get_codec
+from ._internal import aiokafka_arguments, checks, loop_check
+from ._internal.accumulator import RecordAccumulator
+from ._internal.aiokafka_client import AiokafkaClientView, AiokafkaInternals
+from ._internal.batch_builder import BatchBuilder
+from ._internal.client import NetworkClient
+from ._internal.compression import get_codec
+from ._internal.hand_over import FILLED, NOT_PLAIN, Declined, hand_over
+from ._internal.metadata import Metadata, wait_on_metadata
+from ._internal.partitioner import Partitioner
+from ._internal.placement import MAX_RECORD_OVERHEAD, RecordPartitioner, RecordPlacement
+from ._internal.producer_bulk import ProducerBulk
+from ._internal.producer_transactions import ProducerTransactions
+from ._internal.records import Header
+from ._internal.runtime import Runtime
+from ._internal.sender import Sender
+from ._internal.tasks import uncancellable
+from ._internal.txn_result import Transaction, TransactionalResult
 from .config import ProducerConfig
 from .errors import (
     BufferFullError,
@@ -35,24 +46,13 @@ from .errors import (
     ProducerClosedError,
     ProducerNotStartedError,
 )
-from .hand_over import FILLED, NOT_PLAIN, Declined, hand_over
 from .interceptors import (
     ProducerInterceptor,
     ProducerRecord,
     run_on_acknowledgement,
     run_on_send,
 )
-from .metadata import Metadata, wait_on_metadata
-from .partitioner import Partitioner
-from .placement import MAX_RECORD_OVERHEAD, RecordPartitioner, RecordPlacement
-from .producer_bulk import ProducerBulk
-from .producer_transactions import ProducerTransactions
-from .records import Header
-from .runtime import Runtime
-from .sender import Sender
 from .structs import RecordMetadata
-from .tasks import uncancellable
-from .txn_result import Transaction, TransactionalResult
 
 __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
 
@@ -496,7 +496,7 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, ProducerBulk[K, 
 
     def _check_send(self) -> None:
         """send()'s full check (raises unless started and in its loop), then what the
-        per-record check compares from now on (see :mod:`aiokafka_lite.loop_check`)."""
+        per-record check compares from now on (see :mod:`aiokafka_lite._internal.loop_check`)."""
         self._check_running()
         assert self._loop is not None  # started
         loop_check.remember(self, self._loop)

@@ -3,8 +3,8 @@
 :func:`check_config` validates the options when the producer is built, so a
 missing password or an unreadable certificate fails at construction with the
 option's name, not at the first connection. :class:`Security` is what
-:class:`~aiokafka_lite.connection.BrokerConnection` uses: the ``SSLContext``
-(or None) and a factory for a fresh :class:`~aiokafka_lite.sasl.SaslMechanism`
+:class:`~aiokafka_lite._internal.connection.BrokerConnection` uses: the ``SSLContext``
+(or None) and a factory for a fresh :class:`~aiokafka_lite._internal.sasl.SaslMechanism`
 per (re-)authentication, which calls the OAUTHBEARER token provider again.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ._internal.sasl import OAuthBearer, Plain, SaslMechanism, Scram
 from .errors import AuthenticationFailedError, ConfigError
-from .sasl import OAuthBearer, Plain, SaslMechanism, Scram
 
 log = logging.getLogger("aiokafka_lite.security")
 

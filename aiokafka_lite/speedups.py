@@ -1,9 +1,9 @@
 """Which implementation of the hot path is in use: the compiled twins, or pure Python.
 
-The record encoder (:mod:`aiokafka_lite.records`), murmur2 (:mod:`aiokafka_lite.partitioner`),
-the per-record delivery futures (:mod:`aiokafka_lite.delivery`), ``send()``'s fast path
-(:mod:`aiokafka_lite.send_path`), ``create_batch()``'s builder
-(:mod:`aiokafka_lite.batch_builder`) and the Spark tasks' rows
+The record encoder (:mod:`aiokafka_lite._internal.records`), murmur2 (:mod:`aiokafka_lite._internal.partitioner`),
+the per-record delivery futures (:mod:`aiokafka_lite._internal.delivery`), ``send()``'s fast path
+(:mod:`aiokafka_lite._internal.send_path`), ``create_batch()``'s builder
+(:mod:`aiokafka_lite._internal.batch_builder`) and the Spark tasks' rows
 (:mod:`aiokafka_lite.spark.arrow_rows`: appended from Arrow buffers) each have a compiled
 twin (Cython, built by ``pip install``) with the same API and the same bytes on the wire.
 The twins are used when they were built; setting the environment variable
@@ -26,6 +26,8 @@ __all__ = ["COMPILED", "ENV_VAR", "REASON", "TWINS", "Twin", "compiled_module"]
 
 #: Set (to anything but "" or "0") to use the pure-Python modules even where compiled.
 ENV_VAR = "AIOKAFKA_LITE_NO_EXTENSIONS"
+#: The package, inside aiokafka_lite, that holds the twins (read by setup.py too).
+TWIN_PACKAGE = "_internal"
 _FORCED_PURE = os.environ.get(ENV_VAR, "") not in ("", "0")
 
 
@@ -37,7 +39,7 @@ class Twin:
     ``names``: each name the pure module takes from the compiled one when it is built,
     mapped to the pure module's own implementation of it, which it keeps under that
     second name in both builds (so tests run both side by side). What each name must be
-    (constructor, members, parameters) is its contract in :mod:`aiokafka_lite._twin_contracts`,
+    (constructor, members, parameters) is its contract in :mod:`aiokafka_lite._internal._twin_contracts`,
     which mypy checks the pure side against and the tests the compiled side.
     ``pure`` is None for a twin with no pure module of the same shape (the pure build
     takes another path: :mod:`aiokafka_lite.spark.arrow_rows` says which).
@@ -87,7 +89,7 @@ def _load() -> tuple[dict[str, ModuleType], str]:
     for twin in TWINS:
         name = twin.compiled
         try:
-            module = importlib.import_module(f"{__package__}.{name}")
+            module = importlib.import_module(f"{__package__}.{TWIN_PACKAGE}.{name}")
         except (ImportError, ValueError) as e:
             # All or none: a partial build would mix implementations in one batch.
             # (ValueError: a twin built against another build of the ones it cimports.)

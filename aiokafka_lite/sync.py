@@ -31,7 +31,8 @@ from concurrent.futures import TimeoutError as FutureTimeoutError
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ._futures import LazyFuture
+from ._internal._futures import LazyFuture
+from ._internal.records import Header
 from .config import ProducerConfig
 from .errors import (
     BufferFullError,
@@ -41,7 +42,6 @@ from .errors import (
     ProducerClosedError,
 )
 from .producer import AIOKafkaProducer
-from .records import Header
 from .structs import RecordMetadata
 
 __all__ = ["Producer"]

@@ -35,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from aiokafka_lite import delivery, partitioner, records
+from aiokafka_lite._internal import delivery, partitioner, records
 from aiokafka_lite.structs import RecordMetadata, TopicPartition
 
 BATCH = 140

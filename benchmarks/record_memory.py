@@ -11,8 +11,8 @@ bytes per record the producer holds, the bytes per record it counts in
 buffer_memory, and the difference. ``send()`` records are sent the way a caller that
 keeps no future does (a done callback on each, as an ``await`` adds one too);
 ``send_many()`` records have no future of their own. The constants ``RECORD_MEMORY``
-of aiokafka_lite/delivery.py and _cdelivery.pyx (the twin in use is what
-``SEND_RECORD_MEMORY`` in aiokafka_lite/buffer_pool.py counts) and ``BULK_RECORD_MEMORY``
+of aiokafka_lite/_internal/delivery.py and _cdelivery.pyx (the twin in use is what
+``SEND_RECORD_MEMORY`` in aiokafka_lite/_internal/buffer_pool.py counts) and ``BULK_RECORD_MEMORY``
 come from these figures; run it with and without ``AIOKAFKA_LITE_NO_EXTENSIONS=1``.
 """
 

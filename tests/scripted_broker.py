@@ -24,7 +24,7 @@ by the broker itself from ``api_versions`` (the way a real broker does,
 including the UNSUPPORTED_VERSION answer in v0 layout to a version it does not
 speak) unless ``answer_api_versions=False``.
 
-Responses are encoded with our own codec (``aiokafka_lite.protocol.codec``);
+Responses are encoded with our own codec (``aiokafka_lite._internal.protocol.codec``);
 the frame and header around them are written here, independently.
 """
 
@@ -39,18 +39,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from aiokafka_lite.protocol.admin import CreateTopicsRequest
-from aiokafka_lite.protocol.codec import Request, Response, decode, encode, read_uvarint
-from aiokafka_lite.protocol.handshake import (
+from aiokafka_lite._internal.protocol.admin import CreateTopicsRequest
+from aiokafka_lite._internal.protocol.codec import Request, Response, decode, encode, read_uvarint
+from aiokafka_lite._internal.protocol.handshake import (
     ApiVersion,
     ApiVersionsRequest,
     ApiVersionsResponse,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
 )
-from aiokafka_lite.protocol.metadata import MetadataRequest
-from aiokafka_lite.protocol.produce import ProduceRequest
-from aiokafka_lite.protocol.transactions import InitProducerIdRequest
+from aiokafka_lite._internal.protocol.metadata import MetadataRequest
+from aiokafka_lite._internal.protocol.produce import ProduceRequest
+from aiokafka_lite._internal.protocol.transactions import InitProducerIdRequest
 
 __all__ = [
     "CLOSE",

@@ -21,18 +21,18 @@ from typing import Any
 from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
 from scripted_broker import ReceivedRequest, ScriptedBroker, answer
 
-from aiokafka_lite.protocol.metadata import (
+from aiokafka_lite._internal.protocol.metadata import (
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from aiokafka_lite.protocol.produce import (
+from aiokafka_lite._internal.protocol.produce import (
     PartitionProduceResponse,
     ProduceResponse,
     TopicProduceResponse,
 )
-from aiokafka_lite.protocol.transactions import InitProducerIdResponse
+from aiokafka_lite._internal.protocol.transactions import InitProducerIdResponse
 
 __all__ = [
     "API_VERSIONS",

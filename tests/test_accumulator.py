@@ -13,14 +13,14 @@ import time
 
 import pytest
 
-from aiokafka_lite.accumulator import (
+from aiokafka_lite._internal.accumulator import (
     BATCH_MEMORY,
     SEND_BOUND,
     BulkDelivery,
     ProducerBatch,
     RecordAccumulator,
 )
-from aiokafka_lite.compression import get_codec
+from aiokafka_lite._internal.compression import get_codec
 from aiokafka_lite.errors import DeliveryFailedError, KafkaTimeoutError
 
 TS = 1_700_000_000_000

@@ -24,9 +24,7 @@ from aiokafka_lite import (
     TopicPartition,
     create_topics,
 )
-from aiokafka_lite.admin import fetch_committed_offsets
-from aiokafka_lite.errors import KafkaTimeoutError
-from aiokafka_lite.protocol.admin import (
+from aiokafka_lite._internal.protocol.admin import (
     CreatableTopicResult,
     CreateTopicsResponse,
     OffsetFetchRequest,
@@ -34,8 +32,8 @@ from aiokafka_lite.protocol.admin import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
-from aiokafka_lite.protocol.codec import decode
-from aiokafka_lite.protocol.metadata import (
+from aiokafka_lite._internal.protocol.codec import decode
+from aiokafka_lite._internal.protocol.metadata import (
     Coordinator,
     FindCoordinatorResponse,
     MetadataResponse,
@@ -43,6 +41,8 @@ from aiokafka_lite.protocol.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from aiokafka_lite.admin import fetch_committed_offsets
+from aiokafka_lite.errors import KafkaTimeoutError
 
 METADATA, CREATE_TOPICS = 3, 19
 

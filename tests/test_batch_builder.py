@@ -1,6 +1,6 @@
 """``create_batch()``'s builder: the compiled twin does what the pure one does.
 
-:mod:`aiokafka_lite.batch_builder` is the pure-Python ``BatchBuilder`` and
+:mod:`aiokafka_lite._internal.batch_builder` is the pure-Python ``BatchBuilder`` and
 ``_cbatch_builder.pyx`` its compiled twin (used when built). The same calls on both must
 return the same metadata, raise the same errors and encode the same bytes, whatever the
 input: plain records, serializers, headers, explicit and bad timestamps, a batch that
@@ -21,17 +21,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch  # type: ignore[import-untyped]
 
-from aiokafka_lite import batch_builder
-from aiokafka_lite.compression import get_codec
+from aiokafka_lite._internal import batch_builder
+from aiokafka_lite._internal.compression import get_codec
+from aiokafka_lite._internal.records import PyRecordBatchBuilder
 from aiokafka_lite.errors import RecordTooLargeError
-from aiokafka_lite.records import PyRecordBatchBuilder
 
 
 def _compiled_twin() -> Any:
     """The compiled BatchBuilder when it was built (also when the pure modules are forced:
     the comparison runs in both CI runs), else None."""
     try:
-        return importlib.import_module("aiokafka_lite._cbatch_builder").BatchBuilder
+        return importlib.import_module("aiokafka_lite._internal._cbatch_builder").BatchBuilder
     except ImportError:
         return None
 

@@ -1,4 +1,4 @@
-"""aiokafka_lite.protocol: the generic codec, the message declarations and the framing.
+"""aiokafka_lite._internal.protocol: the generic codec, the message declarations and the framing.
 
 Round trips at every version, cross-checked both ways against kafka-python's independent
 protocol implementation (``kafka.protocol``); exact bytes for encodings worked out by
@@ -26,17 +26,17 @@ from kafka.protocol.metadata import MetadataResponse as KpMetadataResponse
 from kafka.protocol.producer import ProduceRequest as KpProduceRequest
 from kafka.protocol.producer import ProduceResponse as KpProduceResponse
 
-from aiokafka_lite.protocol import DecodeError, decode, encode, frames
-from aiokafka_lite.protocol.admin import CreateTopicsRequest
-from aiokafka_lite.protocol.codec import F, Message, Request, Response, write_uvarint
-from aiokafka_lite.protocol.handshake import (
+from aiokafka_lite._internal.protocol import DecodeError, decode, encode, frames
+from aiokafka_lite._internal.protocol.admin import CreateTopicsRequest
+from aiokafka_lite._internal.protocol.codec import F, Message, Request, Response, write_uvarint
+from aiokafka_lite._internal.protocol.handshake import (
     ApiVersion,
     ApiVersionsRequest,
     ApiVersionsResponse,
     FinalizedFeatureKey,
     SupportedFeatureKey,
 )
-from aiokafka_lite.protocol.metadata import (
+from aiokafka_lite._internal.protocol.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
@@ -44,7 +44,7 @@ from aiokafka_lite.protocol.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from aiokafka_lite.protocol.produce import (
+from aiokafka_lite._internal.protocol.produce import (
     BatchIndexAndErrorMessage,
     LeaderIdAndEpoch,
     NodeEndpoint,
@@ -55,7 +55,7 @@ from aiokafka_lite.protocol.produce import (
     TopicProduceData,
     TopicProduceResponse,
 )
-from aiokafka_lite.protocol.transactions import InitProducerIdRequest
+from aiokafka_lite._internal.protocol.transactions import InitProducerIdRequest
 
 INT32_MIN = -(2**31)
 

@@ -1,4 +1,4 @@
-"""aiokafka_lite.compression: codec framing, levels, errors, and whole batches read back.
+"""aiokafka_lite._internal.compression: codec framing, levels, errors, and whole batches read back.
 
 Every blob is decompressed by something other than the library that made it:
 
@@ -38,13 +38,17 @@ from conftest import TopicFactory
 from kafka.record.default_records import DefaultRecordBatch  # type: ignore[import-untyped]
 from readers import ReadRecord, read_all_aiokafka, read_all_confluent
 
-from aiokafka_lite import compression
-from aiokafka_lite.client import NetworkClient
-from aiokafka_lite.compression import ATTR_CODEC_MASK, CODEC_NAMES, Codec, get_codec
+from aiokafka_lite._internal import compression
+from aiokafka_lite._internal.client import NetworkClient
+from aiokafka_lite._internal.compression import ATTR_CODEC_MASK, CODEC_NAMES, Codec, get_codec
+from aiokafka_lite._internal.protocol.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from aiokafka_lite._internal.records import BATCH_HEADER_SIZE, RecordBatchBuilder
 from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.errors import ConfigError, UnsupportedCodecError
-from aiokafka_lite.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from aiokafka_lite.records import BATCH_HEADER_SIZE, RecordBatchBuilder
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 

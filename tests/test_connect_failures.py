@@ -31,8 +31,8 @@ from invariants import Watch, assert_bounded_attempts
 from scripted_cluster import METADATA, LogCluster
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.client import NetworkClient
-from aiokafka_lite.cluster import Cluster, Node
+from aiokafka_lite._internal.client import NetworkClient
+from aiokafka_lite._internal.cluster import Cluster, Node
 from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (

@@ -42,11 +42,28 @@ from scripted_broker import (
 )
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.backoff import backoff_delay
-from aiokafka_lite.client import NetworkClient
-from aiokafka_lite.cluster import Node
+from aiokafka_lite._internal.backoff import backoff_delay
+from aiokafka_lite._internal.client import NetworkClient
+from aiokafka_lite._internal.cluster import Node
+from aiokafka_lite._internal.connection import MAX_RESPONSE_SIZE, BrokerConnection
+from aiokafka_lite._internal.protocol.codec import encode
+from aiokafka_lite._internal.protocol.handshake import ApiVersionsRequest, ApiVersionsResponse
+from aiokafka_lite._internal.protocol.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from aiokafka_lite._internal.protocol.produce import (
+    PartitionProduceData,
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+    TopicProduceResponse,
+)
 from aiokafka_lite.config import ProducerConfig
-from aiokafka_lite.connection import MAX_RESPONSE_SIZE, BrokerConnection
 from aiokafka_lite.errors import (
     IncompatibleBrokerVersion,
     IncompatibleBrokerVersionError,
@@ -54,23 +71,6 @@ from aiokafka_lite.errors import (
     KafkaTimeoutError,
     ProtocolError,
     UnsupportedVersionError,
-)
-from aiokafka_lite.protocol.codec import encode
-from aiokafka_lite.protocol.handshake import ApiVersionsRequest, ApiVersionsResponse
-from aiokafka_lite.protocol.metadata import (
-    MetadataRequest,
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
-from aiokafka_lite.protocol.produce import (
-    PartitionProduceData,
-    PartitionProduceResponse,
-    ProduceRequest,
-    ProduceResponse,
-    TopicProduceData,
-    TopicProduceResponse,
 )
 
 PRODUCE = ProduceRequest.API_KEY

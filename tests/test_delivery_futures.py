@@ -1,4 +1,4 @@
-"""The per-record delivery futures (aiokafka_lite.delivery, pure and compiled) against
+"""The per-record delivery futures (aiokafka_lite._internal.delivery, pure and compiled) against
 asyncio.Future, side by side.
 
 Every scenario is run three times in the same loop: on plain ``asyncio.Future`` objects
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import delivery
+from aiokafka_lite._internal import delivery
 from aiokafka_lite.structs import RecordMetadata, TopicPartition
 
 TP = TopicPartition("t", 3)
@@ -32,7 +32,7 @@ LOG_START = 7
 
 def _compiled_delivery() -> Any:
     try:
-        return importlib.import_module("aiokafka_lite._cdelivery")
+        return importlib.import_module("aiokafka_lite._internal._cdelivery")
     except ImportError:
         return None
 

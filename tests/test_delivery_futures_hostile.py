@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import delivery
+from aiokafka_lite._internal import delivery
 from aiokafka_lite.structs import TopicPartition
 
 TP = TopicPartition("t", 0)
 
 try:
-    from aiokafka_lite import _cdelivery
+    from aiokafka_lite._internal import _cdelivery
 except ImportError:  # pragma: no cover
     _cdelivery = None
 

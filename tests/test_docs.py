@@ -443,7 +443,7 @@ def test_links_and_file_names_resolve(page: Path) -> None:
         assert dest.is_file(), f"{page.name}: link to missing {target}"
         if anchor:
             assert anchor in anchors(dest), f"{page.name}: no heading #{anchor} in {path}"
-    # Files named in the text: `aiokafka_lite/sasl.py`, `tests/readers.py`, `sender.py`, ...
+    # Files named in the text: `aiokafka_lite/_internal/sasl.py`, `tests/readers.py`, `sender.py`, ...
     project = [REPO_ROOT / d for d in ("aiokafka_lite", "tests", "examples", "benchmarks", "docs")]
     for name in set(CODE_FILE.findall(text)):
         found = (REPO_ROOT / name).is_file() or any(

@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aiokafka_lite import AIOKafkaProducer, speedups
-from aiokafka_lite.records import BATCH_HEADER_SIZE
+from aiokafka_lite._internal.records import BATCH_HEADER_SIZE
 
 pa = pytest.importorskip("pyarrow", reason="the spark extra is not installed")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
-from aiokafka_lite.cluster import NO_LEADER, Cluster, Node, PartitionInfo
-from aiokafka_lite.metadata import Metadata
+from aiokafka_lite._internal.cluster import NO_LEADER, Cluster, Node, PartitionInfo
+from aiokafka_lite._internal.metadata import Metadata
 
 N1, N2, N3 = Node(1, "h1", 9091), Node(2, "h2", 9092), Node(3, "h3", 9093)
 ID_A, ID_B = b"\x01" * 16, b"\x02" * 16

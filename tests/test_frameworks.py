@@ -24,7 +24,7 @@ from conftest import TopicFactory
 from readers import read_all_confluent
 
 import aiokafka_lite
-from aiokafka_lite.partitioner import default_partition
+from aiokafka_lite._internal.partitioner import default_partition
 
 APPS = Path(__file__).parent / "apps"
 # The apps import the aiokafka_lite under test (this checkout's, compiled or pure as the

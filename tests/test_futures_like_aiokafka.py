@@ -33,7 +33,7 @@ from aiokafka.structs import TopicPartition as AkTopicPartition  # type: ignore[
 from conftest import TopicFactory
 
 import aiokafka_lite
-from aiokafka_lite import delivery
+from aiokafka_lite._internal import delivery
 from aiokafka_lite.speedups import compiled_module
 from aiokafka_lite.structs import RecordMetadata
 

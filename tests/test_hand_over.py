@@ -4,7 +4,7 @@
 lets the event loop turn: without a hand-over the sender would send nothing until the
 loop ended or the buffer ran out, and the broker would idle meanwhile. A task fills a
 batch when its record does not fit the open one; when that task sends again on the
-general path, ``send()`` yields once before it appends (``aiokafka_lite.hand_over``):
+general path, ``send()`` yields once before it appends (``aiokafka_lite._internal.hand_over``):
 for plain records, which the fast path takes, that is mostly the task's next fill, for
 any other record its next send. Checked against the real broker, keyed and keyless in both
 twins of the fast path and on the general path alone: the loop's early records are
@@ -32,8 +32,8 @@ from readers import read_all_confluent
 from test_send_path import TWINS, path_of, started
 
 from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite._internal.hand_over import hand_over
 from aiokafka_lite.errors import ProducerClosedError
-from aiokafka_lite.hand_over import hand_over
 from aiokafka_lite.producer import _no_fast_path
 
 # 2 KiB batches hold ~17 of these records: a batch fills every ~17 sends.

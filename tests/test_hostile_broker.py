@@ -31,6 +31,11 @@ from scripted_cluster import PRODUCE, LogCluster
 from test_faults_checks import MAYBE_WRITTEN, Outcome, check_errors, check_log, settle, value
 
 from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite._internal.protocol.produce import (
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
 from aiokafka_lite.errors import (
     DeliveryOutcomeUnknownError,
     KafkaConnectionError,
@@ -38,11 +43,6 @@ from aiokafka_lite.errors import (
     KafkaTimeoutError,
     ProtocolError,
     UnsupportedVersionError,
-)
-from aiokafka_lite.protocol.produce import (
-    PartitionProduceResponse,
-    ProduceResponse,
-    TopicProduceResponse,
 )
 
 RECORDS = 24

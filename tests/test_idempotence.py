@@ -20,6 +20,10 @@ from test_faults_checks import check_fault_outcome, confluent_reader, value
 from txnlog import read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
+from aiokafka_lite._internal.protocol.transactions import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     DeliveryOutcomeUnknownError,
@@ -27,7 +31,6 @@ from aiokafka_lite.errors import (
     KafkaTimeoutError,
     PartitionAbortedError,
 )
-from aiokafka_lite.protocol.transactions import InitProducerIdRequest, InitProducerIdResponse
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ reports its own placement.
 
 * Keyed: 100,000 random keys (1-40 characters, some of them non-ASCII, so every murmur2
   tail length and bytes >= 0x80 occur). Each key must land on the same partition with
-  Java's producer, with ours, and by ``aiokafka_lite.partitioner.default_partition``.
+  Java's producer, with ours, and by ``aiokafka_lite._internal.partitioner.default_partition``.
 * Keyless: Java 4.x picks partitions with the built-in uniform sticky partitioner
   (KIP-794, ``BuiltInPartitioner`` as ``RecordAccumulator.append`` drives it): it counts
   the bytes each append adds to the sticky partition and moves on once they reach
@@ -39,7 +39,7 @@ from kafka_cluster import KafkaCluster, missing_reason
 from readers import ReadRecord, read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.partitioner import default_partition
+from aiokafka_lite._internal.partitioner import default_partition
 
 pytestmark = [
     pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason())),

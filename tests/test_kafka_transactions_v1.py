@@ -24,7 +24,7 @@ from test_transactions import commit_abort_commit
 from txnlog import read_confluent
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.connection import BrokerConnection
+from aiokafka_lite._internal.connection import BrokerConnection
 
 pytestmark = [
     pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason())),

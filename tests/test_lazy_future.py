@@ -17,7 +17,7 @@ from concurrent.futures import (
 
 import pytest
 
-from aiokafka_lite._futures import LazyFuture
+from aiokafka_lite._internal._futures import LazyFuture
 
 
 def test_resolved_without_waiters_it_never_builds_a_condition() -> None:

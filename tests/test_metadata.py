@@ -16,18 +16,18 @@ import pytest
 from mockcluster import MockCluster
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.client import NetworkClient
-from aiokafka_lite.cluster import NO_LEADER, Cluster, Node, PartitionInfo
-from aiokafka_lite.config import ProducerConfig, parse_bootstrap
-from aiokafka_lite.errors import KafkaConnectionError, KafkaTimeoutError
-from aiokafka_lite.metadata import Metadata
-from aiokafka_lite.protocol.metadata import (
+from aiokafka_lite._internal.client import NetworkClient
+from aiokafka_lite._internal.cluster import NO_LEADER, Cluster, Node, PartitionInfo
+from aiokafka_lite._internal.metadata import Metadata
+from aiokafka_lite._internal.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from aiokafka_lite.config import ProducerConfig, parse_bootstrap
+from aiokafka_lite.errors import KafkaConnectionError, KafkaTimeoutError
 
 # -- Cluster -------------------------------------------------------------------------------
 

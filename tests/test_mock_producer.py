@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from aiokafka_lite import AIOKafkaProducer, ProducerRecord, RecordMetadata, TopicPartition
+from aiokafka_lite._internal.partitioner import default_partition
 from aiokafka_lite.errors import (
     DeliveryFailedError,
     IllegalStateError,
@@ -23,7 +24,6 @@ from aiokafka_lite.errors import (
     TransactionAbortRequiredError,
     WrongEventLoopError,
 )
-from aiokafka_lite.partitioner import default_partition
 from aiokafka_lite.structs import OffsetAndMetadata
 from aiokafka_lite.testing import MockProducer, SentRecord
 

@@ -1,4 +1,4 @@
-"""aiokafka_lite.partitioner against Kafka's murmur2 vectors (tests/data/murmur2-vectors.tsv),
+"""aiokafka_lite._internal.partitioner against Kafka's murmur2 vectors (tests/data/murmur2-vectors.tsv),
 and a user's ``partitioner=`` end to end (read back with confluent-kafka)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mockcluster import MockCluster
 from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.partitioner import (
+from aiokafka_lite._internal.partitioner import (
     KeyHashCache,
     StickyPartitioner,
     default_partition,

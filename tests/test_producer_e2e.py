@@ -19,7 +19,7 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # indepen
 from readers import ReadRecord, read_all_aiokafka, read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, RecordMetadata, TopicPartition, create_topics
-from aiokafka_lite.accumulator import BATCH_MEMORY, SEND_BOUND, SEND_RECORD_MEMORY
+from aiokafka_lite._internal.accumulator import BATCH_MEMORY, SEND_BOUND, SEND_RECORD_MEMORY
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     BufferFullError,

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import protocol
-from aiokafka_lite.protocol import codec
-from aiokafka_lite.protocol.codec import F, Message
+from aiokafka_lite._internal import protocol
+from aiokafka_lite._internal.protocol import codec
+from aiokafka_lite._internal.protocol.codec import F, Message
 
 DATA = Path(__file__).parent / "data" / "kafka-protocol"
 

@@ -1,4 +1,4 @@
-"""aiokafka_lite.records checked against kafka-python's independent record-batch v2 code.
+"""aiokafka_lite._internal.records checked against kafka-python's independent record-batch v2 code.
 
 Batches built by :class:`RecordBatchBuilder` are parsed with
 ``kafka.record.default_records.DefaultRecordBatch`` (and compared byte for byte with
@@ -19,7 +19,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.util import decode_varint as kp_decode_varint
 from kafka.record.util import encode_varint as kp_encode_varint
 
-from aiokafka_lite.records import (
+from aiokafka_lite._internal.records import (
     BATCH_HEADER_SIZE,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from scramp import ScramException, ScramMechanism
 
-from aiokafka_lite.sasl import OAuthBearer, Plain, SaslError, Scram
+from aiokafka_lite._internal.sasl import OAuthBearer, Plain, SaslError, Scram
 
 RFC7677 = {
     "client_nonce": "rOprNGfwEbeRWgbNEkqO",

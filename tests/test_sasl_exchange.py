@@ -27,12 +27,15 @@ from scripted_broker import CLOSE, ReceivedRequest, ScriptedBroker, answer
 from scripted_cluster import LogCluster
 
 from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite._internal.connection import BrokerConnection
+from aiokafka_lite._internal.protocol.handshake import (
+    SaslAuthenticateResponse,
+    SaslHandshakeResponse,
+)
+from aiokafka_lite._internal.protocol.metadata import MetadataRequest
+from aiokafka_lite._internal.sasl_authenticate import MIN_REAUTH_INTERVAL
 from aiokafka_lite.config import ProducerConfig
-from aiokafka_lite.connection import BrokerConnection
 from aiokafka_lite.errors import AuthenticationFailedError
-from aiokafka_lite.protocol.handshake import SaslAuthenticateResponse, SaslHandshakeResponse
-from aiokafka_lite.protocol.metadata import MetadataRequest
-from aiokafka_lite.sasl_authenticate import MIN_REAUTH_INTERVAL
 from aiokafka_lite.security import OAuthToken, Security
 
 PRODUCE, METADATA, HANDSHAKE, AUTHENTICATE, API_VERSIONS = 0, 3, 17, 36, 18

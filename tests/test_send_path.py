@@ -1,4 +1,4 @@
-"""send()'s fast path (:mod:`aiokafka_lite.send_path`, in C when built).
+"""send()'s fast path (:mod:`aiokafka_lite._internal.send_path`, in C when built).
 
 A plain keyed record (bytes key and value, no headers, partition or timestamp, known
 topic, room in the budget and in the open batch) is appended by ``SendPath.append``;
@@ -25,13 +25,14 @@ import pytest
 from conftest import TopicFactory
 from readers import read_all_confluent
 
-from aiokafka_lite import AIOKafkaProducer, send_path, speedups
+from aiokafka_lite import AIOKafkaProducer, speedups
 from aiokafka_lite import producer as producer_module
-from aiokafka_lite.accumulator import SEND_BOUND, SEND_RECORD_MEMORY
-from aiokafka_lite.hand_over import FILLED, NOT_PLAIN
+from aiokafka_lite._internal import send_path
+from aiokafka_lite._internal.accumulator import SEND_BOUND, SEND_RECORD_MEMORY
+from aiokafka_lite._internal.hand_over import FILLED, NOT_PLAIN
+from aiokafka_lite._internal.partitioner import py_default_partition
+from aiokafka_lite._internal.placement import MAX_RECORD_OVERHEAD
 from aiokafka_lite.interceptors import ProducerRecord
-from aiokafka_lite.partitioner import py_default_partition
-from aiokafka_lite.placement import MAX_RECORD_OVERHEAD
 from aiokafka_lite.producer import _no_fast_path
 
 TWINS = [pytest.param(send_path.PySendPath, id="pure")]
@@ -216,7 +217,7 @@ async def test_a_record_over_the_budget_or_behind_waiters_is_left_to_the_general
 
 def test_batch_core_is_the_base_of_producer_batch() -> None:
     """The fast path reads a batch's fields as C: they must be the compiled base's."""
-    from aiokafka_lite.producer_batch import ProducerBatch
+    from aiokafka_lite._internal.producer_batch import ProducerBatch
 
     assert ProducerBatch.__mro__[1] is send_path.BatchCore
     for name in ("full", "memory", "records"):

@@ -22,16 +22,16 @@ from scripted_broker import DEFAULT_API_VERSIONS, ReceivedRequest, answer
 from scripted_cluster import INIT_PRODUCER_ID, PRODUCE, LogCluster
 
 from aiokafka_lite import AIOKafkaProducer
+from aiokafka_lite._internal.protocol.produce import (
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
 from aiokafka_lite.errors import (
     IncompatibleBrokerVersionError,
     KafkaTimeoutError,
     ProtocolError,
     RequestEncodingError,
-)
-from aiokafka_lite.protocol.produce import (
-    PartitionProduceResponse,
-    ProduceResponse,
-    TopicProduceResponse,
 )
 
 STEP = 10.0  # far below delivery_timeout_ms (120 s): resolving by expiry would fail the test
@@ -205,8 +205,8 @@ async def test_an_init_producer_id_that_raises_is_retried_with_backoff_and_recor
     real broker answer gets that far, parse errors are ProtocolErrors): the producer id
     task must neither die silently nor be restarted in a busy loop; the records expire
     with the cause named."""
-    from aiokafka_lite.connection import BrokerConnection
-    from aiokafka_lite.protocol.transactions import InitProducerIdRequest
+    from aiokafka_lite._internal.connection import BrokerConnection
+    from aiokafka_lite._internal.protocol.transactions import InitProducerIdRequest
 
     original = BrokerConnection.version_for
     calls = 0

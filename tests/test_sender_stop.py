@@ -8,7 +8,7 @@ import pytest
 from conftest import TopicFactory
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.accumulator import BATCH_MEMORY, SEND_BOUND, SEND_RECORD_MEMORY
+from aiokafka_lite._internal.accumulator import BATCH_MEMORY, SEND_BOUND, SEND_RECORD_MEMORY
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import KafkaTimeoutError, ProducerClosedError
 

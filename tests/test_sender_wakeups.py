@@ -10,9 +10,9 @@ import asyncio
 from collections.abc import Callable
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite.accumulator import RecordAccumulator
-from aiokafka_lite.protocol import MetadataRequest
-from aiokafka_lite.runtime import Runtime
+from aiokafka_lite._internal.accumulator import RecordAccumulator
+from aiokafka_lite._internal.protocol import MetadataRequest
+from aiokafka_lite._internal.runtime import Runtime
 
 TS = 1_700_000_000_000
 

@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 from readers import read_all_confluent
 
 from aiokafka_lite import speedups
-from aiokafka_lite.batch_builder import BatchBuilder
+from aiokafka_lite._internal.batch_builder import BatchBuilder
+from aiokafka_lite._internal.placement import RecordPartitioner
 from aiokafka_lite.errors import KafkaError, UnknownTopicOrPartitionError
-from aiokafka_lite.placement import RecordPartitioner
 from aiokafka_lite.spark import arrow_rows
 from aiokafka_lite.spark.arrow import Converter
 from aiokafka_lite.spark.arrow_rows import ArrowPath

@@ -24,7 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import aiokafka_lite
-from aiokafka_lite import _twin_contracts, delivery, partitioner, records, send_path, speedups
+from aiokafka_lite import speedups
+from aiokafka_lite._internal import _twin_contracts, delivery, partitioner, records, send_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +45,8 @@ needs_build = pytest.mark.skipif(not BUILT, reason="the extension is not built")
 PROBE = """
 import json
 import aiokafka_lite
-from aiokafka_lite import batch_builder, delivery, partitioner, records, send_path, speedups
+from aiokafka_lite import partitioner, speedups
+from aiokafka_lite._internal import batch_builder, delivery, records, send_path
 print(json.dumps({
     "compiled": speedups.COMPILED,
     "reason": speedups.REASON,
@@ -98,19 +100,19 @@ def test_the_environment_variable_forces_pure_python() -> None:
     assert pure == {
         "compiled": False,
         "reason": "AIOKAFKA_LITE_NO_EXTENSIONS is set",
-        "builder": "aiokafka_lite.records",
+        "builder": "aiokafka_lite._internal.records",
         "murmur2": True,
-        "futures": "aiokafka_lite.delivery",
-        "send_path": "aiokafka_lite.send_path",
-        "batch_builder": "aiokafka_lite.batch_builder",
+        "futures": "aiokafka_lite._internal.delivery",
+        "send_path": "aiokafka_lite._internal.send_path",
+        "batch_builder": "aiokafka_lite._internal.batch_builder",
     }
     default = probe(AIOKAFKA_LITE_NO_EXTENSIONS="0")  # "0" means not set
     assert default["compiled"] is BUILT
     if BUILT:
-        assert default["builder"] == "aiokafka_lite._crecords"
-        assert default["futures"] == "aiokafka_lite._cdelivery"
-        assert default["send_path"] == "aiokafka_lite._csend_path"
-        assert default["batch_builder"] == "aiokafka_lite._cbatch_builder"
+        assert default["builder"] == "aiokafka_lite._internal._crecords"
+        assert default["futures"] == "aiokafka_lite._internal._cdelivery"
+        assert default["send_path"] == "aiokafka_lite._internal._csend_path"
+        assert default["batch_builder"] == "aiokafka_lite._internal._cbatch_builder"
         assert default["murmur2"] is False
 
 
@@ -314,7 +316,7 @@ def test_compiled_append_many_stops_where_pure_stops(
 
 @needs_build
 def test_compiled_encoder_takes_any_bytes_like_and_compresses_the_same() -> None:
-    from aiokafka_lite.compression import get_codec
+    from aiokafka_lite._internal.compression import get_codec
 
     codec = get_codec("gzip")
     assert codec is not None
@@ -418,7 +420,7 @@ import importlib.util, json, os, sys, sysconfig, types
 # Loaded from its file, so that aiokafka_lite itself is not imported yet.
 where = os.path.join(sys.argv[1], "aiokafka_lite")
 path = os.path.join(where, "_cpartitioner" + sysconfig.get_config_var("EXT_SUFFIX"))
-spec = importlib.util.spec_from_file_location("aiokafka_lite._cpartitioner", path)
+spec = importlib.util.spec_from_file_location("aiokafka_lite._internal._cpartitioner", path)
 real = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(real)
 assert "aiokafka_lite" not in sys.modules
@@ -450,13 +452,13 @@ def test_an_out_of_date_twin_falls_back_to_pure_python_and_says_why() -> None:
     assert seen["compiled"] is False
     assert "_cpartitioner is out of date (no sticky_moves_on)" in seen["reason"]
     assert "rebuild" in seen["reason"]
-    assert seen["builder"] == "aiokafka_lite.records"
+    assert seen["builder"] == "aiokafka_lite._internal.records"
 
 
 @pytest.mark.skipif(not speedups.COMPILED, reason="the pure build")
 def test_compiled_arrow_rows_size_records_as_records_does() -> None:
     # The Spark Arrow path checks max_request_size with records.record_size's overhead,
     # which it keeps as a C constant (records imports the compiled twins).
-    from aiokafka_lite.records import RECORD_OVERHEAD
+    from aiokafka_lite._internal.records import RECORD_OVERHEAD
 
     assert _compiled("_carrow_rows").SIZE_OVERHEAD == RECORD_OVERHEAD

@@ -31,11 +31,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiokafka_lite import partitioner, send_path, speedups
-from aiokafka_lite.accumulator import RecordAccumulator
+from aiokafka_lite import speedups
+from aiokafka_lite._internal import partitioner, send_path
+from aiokafka_lite._internal.accumulator import RecordAccumulator
+from aiokafka_lite._internal.placement import MAX_RECORD_OVERHEAD, RecordPlacement
+from aiokafka_lite._internal.records import RecordBatchBuilder
 from aiokafka_lite.config import ProducerConfig
-from aiokafka_lite.placement import MAX_RECORD_OVERHEAD, RecordPlacement
-from aiokafka_lite.records import RecordBatchBuilder
 
 # The one decision, in each build there is.
 MOVES_ON = [pytest.param(partitioner.py_sticky_moves_on, id="pure")]

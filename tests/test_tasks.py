@@ -12,8 +12,8 @@ import asyncio
 
 import pytest
 
+from aiokafka_lite._internal.tasks import BackgroundTasks, Handle
 from aiokafka_lite.errors import ProducerClosedError
-from aiokafka_lite.tasks import BackgroundTasks, Handle
 
 
 async def test_spawn_from_a_callback_runs_in_the_group() -> None:

@@ -42,7 +42,7 @@ from mockcluster import API_INIT_PRODUCER_ID, API_PRODUCE, MockCluster
 from txnlog import ABORT, COMMIT, committed_view, read_confluent, read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, OffsetAndMetadata, TopicPartition
-from aiokafka_lite.connection import BrokerConnection
+from aiokafka_lite._internal.connection import BrokerConnection
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     ConfigError,

@@ -19,25 +19,25 @@ import pytest
 from kafka_cluster import KAFKA_VERSION, KafkaCluster
 from mockcluster import MockCluster
 
-from aiokafka_lite.connection import BrokerConnection
-from aiokafka_lite.embedded import EmbeddedBroker
-from aiokafka_lite.errors import IncompatibleBrokerVersion
-from aiokafka_lite.protocol.admin import CreateTopicsRequest, OffsetFetchRequest
-from aiokafka_lite.protocol.codec import Request
-from aiokafka_lite.protocol.handshake import (
+from aiokafka_lite._internal.connection import BrokerConnection
+from aiokafka_lite._internal.protocol.admin import CreateTopicsRequest, OffsetFetchRequest
+from aiokafka_lite._internal.protocol.codec import Request
+from aiokafka_lite._internal.protocol.handshake import (
     ApiVersionsRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
 )
-from aiokafka_lite.protocol.metadata import FindCoordinatorRequest, MetadataRequest
-from aiokafka_lite.protocol.produce import ProduceRequest
-from aiokafka_lite.protocol.transactions import (
+from aiokafka_lite._internal.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from aiokafka_lite._internal.protocol.produce import ProduceRequest
+from aiokafka_lite._internal.protocol.transactions import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     EndTxnRequest,
     InitProducerIdRequest,
     TxnOffsetCommitRequest,
 )
+from aiokafka_lite.embedded import EmbeddedBroker
+from aiokafka_lite.errors import IncompatibleBrokerVersion
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TABLES = [REPO_ROOT / "README.md", REPO_ROOT / "docs" / "index.md"]

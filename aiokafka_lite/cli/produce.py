@@ -32,9 +32,9 @@ from typing import IO, Any
 
 import msgspec
 
+from .._internal.records import Header
 from ..errors import KafkaError
 from ..producer import AIOKafkaProducer
-from ..records import Header
 from ..structs import RecordMetadata
 from ._common import (
     EXIT_CODES,

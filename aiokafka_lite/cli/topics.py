@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .._internal.cluster import Node
 from ..admin import NewTopic, TopicDescription, create_topics, describe_topics, list_topics
-from ..cluster import Node
 from ..errors import BrokerResponseError, KafkaError, TopicAlreadyExistsError
 from ._common import (
     EXIT_CODES,

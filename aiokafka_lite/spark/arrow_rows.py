@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..producer import BatchBuilder
-    from ..spark.summary import TaskReport
     from .arrow import Converter
+    from .summary import TaskReport
     from .task import TaskWriter, _Topic
 
 __all__ = ["ArrowPath"]

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from .._processes import end_group, log_tail, spawn
+from .._internal._processes import end_group, log_tail, spawn
 
 __all__ = ["ClusterError", "StandaloneCluster", "java_runtime", "spark_home"]
 

@@ -17,10 +17,10 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._internal.placement import RecordPartitioner
+from .._internal.records import record_size
 from ..errors import KafkaError
-from ..placement import RecordPartitioner
 from ..producer import AIOKafkaProducer, BatchBuilder
-from ..records import record_size
 from ..structs import RecordMetadata
 from .arrow import Columns, Converter
 from .contract import Plan
@@ -40,7 +40,7 @@ class _Topic:
     """Where one topic's rows go: its partition count, open batches, sticky partition.
 
     Keyless rows are placed by the producer's own
-    :class:`~aiokafka_lite.placement.RecordPartitioner` (Java's sticky rule, KIP-794, as
+    :class:`~aiokafka_lite._internal.placement.RecordPartitioner` (Java's sticky rule, KIP-794, as
     ``send()`` places them): ``sticky`` and ``produced`` are its state for this topic.
     """
 

@@ -4,9 +4,9 @@
 write it (serialized, partitioned, timestamped). :class:`Deliveries` holds the records
 whose futures are not resolved yet, and gives the transaction manager the flush it
 waits on. :class:`MockTransactions` is the real
-:class:`~aiokafka_lite.transaction.TransactionManager` (its states, checks and error
+:class:`~aiokafka_lite._internal.transaction.TransactionManager` (its states, checks and error
 messages) with the broker's requests replaced by bookkeeping. :class:`MockBatch` is a
-:class:`~aiokafka_lite.batch_builder.BatchBuilder` that remembers what it was given.
+:class:`~aiokafka_lite._internal.batch_builder.BatchBuilder` that remembers what it was given.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ import collections
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
-from .. import checks
-from ..batch_builder import BatchBuilder
+from .._internal import checks
+from .._internal.batch_builder import BatchBuilder
+from .._internal.records import Header
+from .._internal.tasks import BackgroundTasks
+from .._internal.transaction import TransactionManager, TxnState
 from ..config import ProducerConfig
 from ..errors import KafkaError, ProducerFencedError
-from ..records import Header
 from ..structs import BatchRecordMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
-from ..tasks import BackgroundTasks
-from ..transaction import TransactionManager, TxnState
 
 if TYPE_CHECKING:
-    from ..accumulator import RecordAccumulator
-    from ..client import NetworkClient
-    from ..idempotence import IdempotenceState
+    from .._internal.accumulator import RecordAccumulator
+    from .._internal.client import NetworkClient
+    from .._internal.idempotence import IdempotenceState
 
 __all__ = [
     "Deliveries",
@@ -210,7 +210,7 @@ class MockTransactions(TransactionManager):
 
 
 class MockBatch(BatchBuilder):
-    """A :class:`~aiokafka_lite.batch_builder.BatchBuilder` that remembers its records.
+    """A :class:`~aiokafka_lite._internal.batch_builder.BatchBuilder` that remembers its records.
 
     The serializers run here, through the same function the real batch uses; the
     rest (headers, timestamp, the size limit) is the real batch's own ``append``.

@@ -21,17 +21,17 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .. import aiokafka_arguments, bulk_send, checks
-from ..bulk_delivery import BulkDelivery
+from .._internal import aiokafka_arguments, bulk_send, checks
+from .._internal.bulk_delivery import BulkDelivery
+from .._internal.placement import RecordPlacement
+from .._internal.records import Header
+from .._internal.tasks import BackgroundTasks
+from .._internal.txn_result import TransactionalResult
 from ..config import ProducerConfig
 from ..errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProducerClosedError
 from ..interceptors import ProducerRecord, run_on_acknowledgement, run_on_send
-from ..placement import RecordPlacement
 from ..producer import _CLOSED, _CLOSING, _FAILED, _NEW, _STARTED, AIOKafkaProducer
-from ..records import Header
 from ..structs import DeliveryReport, RecordMetadata, TopicPartition
-from ..tasks import BackgroundTasks
-from ..txn_result import TransactionalResult
 from .mock_parts import (
     AllAvailable,
     Deliveries,
@@ -45,10 +45,10 @@ from .mock_parts import (
 if TYPE_CHECKING:
     from typing_extensions import TypeVar as _TypeVar
 
-    from ..batch_builder import BatchBuilder
-    from ..metadata import Metadata
-    from ..runtime import Runtime
-    from ..sender import Sender
+    from .._internal.batch_builder import BatchBuilder
+    from .._internal.metadata import Metadata
+    from .._internal.runtime import Runtime
+    from .._internal.sender import Sender
 
     K = _TypeVar("K", default=Any)
     V = _TypeVar("V", default=Any)

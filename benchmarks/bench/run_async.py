@@ -135,7 +135,7 @@ def key_partitions(client: str, n_partitions: int) -> dict[bytes, int]:
         partitioner = importlib.import_module("aiokafka.partitioner").DefaultPartitioner()
         every = list(range(n_partitions))
         return {k: partitioner(k, every, every) for k in keys}
-    from aiokafka_lite.partitioner import default_partition
+    from aiokafka_lite._internal.partitioner import default_partition
 
     return {k: default_partition(k, n_partitions) for k in keys}
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from aiokafka_lite import protocol as kp  # the message declarations and their codec
-from aiokafka_lite.partitioner import default_partition
-from aiokafka_lite.protocol.frames import encode_client_id, request_header, seal_frame
-from aiokafka_lite.records import (
+from aiokafka_lite._internal import protocol as kp
+from aiokafka_lite._internal.partitioner import default_partition
+from aiokafka_lite._internal.protocol.frames import encode_client_id, request_header, seal_frame
+from aiokafka_lite._internal.records import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,

@@ -9,8 +9,8 @@ import json
 import time
 from collections.abc import Sequence
 
-from aiokafka_lite import protocol as kp  # the message declarations and their codec
-from aiokafka_lite.protocol.frames import response_body_offset as body_offset
+from aiokafka_lite._internal import protocol as kp
+from aiokafka_lite._internal.protocol.frames import response_body_offset as body_offset
 
 from ..bench.measure import RESULT_PREFIX, RunResult, Timer, finish, new_result
 from ..bench.workloads import PARTITIONS, WorkerSpec, key_sequence, make_value

@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import asdict
 
-from aiokafka_lite.partitioner import default_partition
+from aiokafka_lite._internal.partitioner import default_partition
 
 from ..bench.brokers import Broker, open_broker
 from ..bench.measure import RunResult

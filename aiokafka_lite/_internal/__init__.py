@@ -1,0 +1,7 @@
+"""The producer's implementation: nothing here is API.
+
+What users import is re-exported from :mod:`aiokafka_lite` and its public modules
+(``errors``, ``sync``, ``embedded``, ``security``, ``oauth``, ``msk``, ``otel``,
+``serializers``, ``partitioner``, ``config``, ``structs``, ``spark``, ``testing``).
+The modules here, and their names, may change in any release.
+"""

@@ -1,0 +1,201 @@
+"""``send_many()``'s path: many ``(key, value)`` pairs to one topic, with one future for all.
+
+Java sends record by record; aiokafka has no bulk send. Here a call's records are
+checked, serialized and placed as ``send()`` would, a chunk at a time, and then each
+partition's records of the chunk are encoded into its batches in one run
+(:meth:`~aiokafka_lite._internal.accumulator.RecordAccumulator.append_many`): no future and no
+call per record. Runs of plain records (bytes, no serializer, the default
+partitioner) are placed in one call (:func:`~aiokafka_lite._internal.partitioner.place_plain`,
+compiled when built). Keyless records (with the default partitioner) are appended one
+by one (:meth:`~aiokafka_lite._internal.accumulator.RecordAccumulator.append_keyless`): the
+accumulator places each on the topic's sticky partition as its batches fill (KIP-794),
+as for ``send()``, so they land where ``send()`` would put them. The outcome reaches the call's
+:class:`~aiokafka_lite._internal.bulk_delivery.BulkDelivery` per batch. A bad record fails
+alone, in the delivery report. With interceptors, each record goes through
+``send()`` instead (:func:`send_each`), so that they see it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+from ..structs import DeliveryReport, RecordMetadata
+from .accumulator import RecordAccumulator
+from .bulk_delivery import BulkDelivery
+from .partitioner import place_plain
+from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
+
+__all__ = ["CHUNK", "send_each", "send_many", "send_runs"]
+
+# Records of a send_many() call checked and placed at a time (see send_runs).
+CHUNK = 4096
+
+SendOne = Callable[[str, Any, Any, int | None], Awaitable[asyncio.Future[RecordMetadata]]]
+
+
+async def send_many(
+    acc: RecordAccumulator,
+    placement: RecordPlacement,
+    send: SendOne | None,
+    topic: str,
+    records: Iterable[tuple[Any, Any]],
+    partition: int | None,
+    parts: Sequence[Any],
+    deadline: float,
+) -> asyncio.Future[DeliveryReport]:
+    """``records`` appended (through ``send``, when given), and the future of them all.
+
+    ``partition`` and the metadata (``parts``) are checked and known; ``deadline``
+    (monotonic) bounds the waits for memory.
+    """
+    items = records if isinstance(records, list) else list(records)
+    delivery = BulkDelivery(acc.create_future(), topic, len(items))
+    if send is not None:
+        await send_each(send, topic, items, partition, delivery)
+    else:
+        await send_runs(acc, placement, topic, items, partition, parts, delivery, deadline)
+    delivery.seal()
+    return delivery.future
+
+
+async def send_runs(
+    acc: RecordAccumulator,
+    placement: RecordPlacement,
+    topic: str,
+    items: list[tuple[Any, Any]],
+    partition: int | None,
+    parts: Sequence[Any],
+    delivery: BulkDelivery,
+    deadline: float,
+) -> None:
+    """Send ``items`` (none of them seen by interceptors) into ``delivery``.
+
+    send()'s checks for a chunk of records at a time, then each partition's records of
+    the chunk are encoded in one run. Chunks let the sender ship early batches while
+    later ones are still being encoded.
+    """
+    count = len(items)
+    keys: list[bytes | None] = [None] * count
+    values: list[bytes | None] = [None] * count
+    ts = int(time.time() * 1000)
+    for lo in range(0, count, CHUNK):
+        hi = min(lo + CHUNK, count)
+        segments = _group(placement, topic, items, lo, hi, keys, values, partition, parts, delivery)
+        for by_partition in segments:
+            for p, order in by_partition.items():
+                if p < 0:  # keyless: placed where each is appended, as send() places them
+                    await acc.append_keyless(
+                        topic, ts, keys, values, order, delivery, deadline, placement.partitioner
+                    )
+                else:
+                    await acc.append_many(topic, p, ts, keys, values, order, delivery, deadline)
+
+
+def _group(
+    placement: RecordPlacement,
+    topic: str,
+    items: list[tuple[Any, Any]],
+    lo: int,
+    hi: int,
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    partition: int | None,
+    parts: Sequence[Any],
+    delivery: BulkDelivery,
+) -> list[dict[int, list[int]]]:
+    """Check, serialize and place ``items[lo:hi]`` into keys/values: segments of
+    partition -> indices, in call order. A segment holds either keyed records (grouped by
+    partition) or a run of keyless ones (under -1, placed as they are appended), so that
+    each partition takes its records in call order."""
+    segments: list[dict[int, list[int]]] = [{}]
+    plain = placement.plain
+    limit = placement.max_request_size - MAX_RECORD_OVERHEAD
+    i = lo
+    while i < hi:
+        by_partition = segments[-1]
+        if plain:  # a run of plain records in one call (compiled when built)
+            if -1 in by_partition:
+                by_partition = {}
+                segments.append(by_partition)
+            i = place_plain(
+                items,
+                i,
+                hi,
+                keys,
+                values,
+                partition,
+                len(parts),
+                limit,
+                placement.partitioner.hashes,
+                by_partition,
+            )
+            if i == hi:
+                break
+        p = _group_one(placement, topic, items, i, keys, values, partition, parts, delivery)
+        if p is not None:
+            if segments[-1] and ((p < 0) != (-1 in segments[-1])):
+                segments.append({})  # keyed after keyless records, or keyless after keyed
+            segments[-1].setdefault(p, []).append(i)
+        i += 1
+    return segments
+
+
+def _group_one(
+    placement: RecordPlacement,
+    topic: str,
+    items: list[tuple[Any, Any]],
+    i: int,
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    partition: int | None,
+    parts: Sequence[Any],
+    delivery: BulkDelivery,
+) -> int | None:
+    """send()'s full checks, serializers and placement for record ``i`` alone: its
+    partition (-1: keyless, placed when appended), None if it failed."""
+    try:
+        k, v = items[i]
+    except (TypeError, ValueError):
+        delivery.record_failed(i, _not_a_pair(items[i], i, topic))
+        return None
+    try:
+        k, v, _, _ = placement.prepare(topic, k, v, None)
+        p = placement.partitioner.partition(topic, k, len(parts), partition)  # -1: keyless
+    except Exception as e:  # this record only
+        delivery.record_failed(i, e)
+        return None
+    keys[i] = k
+    values[i] = v
+    return p
+
+
+async def send_each(
+    send: SendOne,
+    topic: str,
+    items: list[tuple[Any, Any]],
+    partition: int | None,
+    delivery: BulkDelivery,
+) -> None:
+    """Send ``items`` through ``send()`` one by one: with interceptors, so that they see each."""
+    for i, item in enumerate(items):
+        try:
+            k, v = item
+        except (TypeError, ValueError):
+            delivery.record_failed(i, _not_a_pair(item, i, topic))
+            continue
+        try:
+            fut = await send(topic, v, k, partition)
+        except Exception as e:  # this record only, as in send_runs
+            delivery.record_failed(i, e)
+        else:
+            delivery.track(i, fut)
+
+
+def _not_a_pair(item: object, index: int, topic: str) -> TypeError:
+    return TypeError(
+        f"records for {topic!r}: record {index} must be a (key, value) pair, "
+        f"got {type(item).__name__}"
+    )

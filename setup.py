@@ -19,19 +19,30 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 
-def _twins() -> list[str]:
-    """The compiled modules, as aiokafka_lite/speedups.py declares them (read, not
+def _twins() -> tuple[str, list[str]]:
+    """The package that holds the compiled modules and their names, as
+    aiokafka_lite/speedups.py declares them (``TWIN_PACKAGE``, ``TWINS``; read, not
     imported: the package's dependencies need not be installed to build it)."""
     tree = ast.parse(Path(__file__).with_name("aiokafka_lite").joinpath("speedups.py").read_text())
+    package, names = None, None
     for node in tree.body:
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "TWINS":
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        name = getattr(target, "id", None)
+        if name == "TWIN_PACKAGE" and node.value is not None:
+            package = ast.literal_eval(node.value)
+        elif name == "TWINS" and node.value is not None:
             calls = node.value.elts if isinstance(node.value, ast.Tuple) else []
-            return [ast.literal_eval(c.args[0]) for c in calls if isinstance(c, ast.Call)]
-    raise RuntimeError("aiokafka_lite/speedups.py declares no TWINS")
+            names = [ast.literal_eval(c.args[0]) for c in calls if isinstance(c, ast.Call)]
+    if package is None or names is None:
+        raise RuntimeError("aiokafka_lite/speedups.py declares no TWIN_PACKAGE or TWINS")
+    return package, names
 
 
+_PACKAGE, _NAMES = _twins()
 TWINS = {
-    f"aiokafka_lite._internal.{name}": f"aiokafka_lite/_internal/{name}.pyx" for name in _twins()
+    f"aiokafka_lite.{_PACKAGE}.{name}": f"aiokafka_lite/{_PACKAGE}/{name}.pyx" for name in _NAMES
 }
 SKIP = os.environ.get("AIOKAFKA_LITE_NO_EXTENSIONS", "") not in ("", "0")
 

@@ -8,7 +8,8 @@
   is named in an :class:`AiokafkaPatchWarning`, and aiokafka's producer warns
   when it is still built while the patch is on.
 
-What aiokafka's constructor arguments mean here is :mod:`aiokafka_lite._internal.aiokafka_arguments`.
+What aiokafka's constructor arguments mean here is
+:mod:`aiokafka_lite._internal.aiokafka_arguments`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Which implementation of the hot path is in use: the compiled twins, or pure Python.
 
-The record encoder (:mod:`aiokafka_lite._internal.records`), murmur2 (:mod:`aiokafka_lite._internal.partitioner`),
+The record encoder (:mod:`aiokafka_lite._internal.records`), murmur2
+(:mod:`aiokafka_lite._internal.partitioner`),
 the per-record delivery futures (:mod:`aiokafka_lite._internal.delivery`), ``send()``'s fast path
 (:mod:`aiokafka_lite._internal.send_path`), ``create_batch()``'s builder
 (:mod:`aiokafka_lite._internal.batch_builder`) and the Spark tasks' rows

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _compiled(name: str) -> Any:
     try:
-        return importlib.import_module(f"aiokafka_lite.{name}")
+        return importlib.import_module(f"aiokafka_lite.{speedups.TWIN_PACKAGE}.{name}")
     except ImportError:
         return None
 
@@ -45,8 +45,8 @@ needs_build = pytest.mark.skipif(not BUILT, reason="the extension is not built")
 PROBE = """
 import json
 import aiokafka_lite
-from aiokafka_lite import partitioner, speedups
-from aiokafka_lite._internal import batch_builder, delivery, records, send_path
+from aiokafka_lite import speedups
+from aiokafka_lite._internal import batch_builder, delivery, partitioner, records, send_path
 print(json.dumps({
     "compiled": speedups.COMPILED,
     "reason": speedups.REASON,
@@ -139,7 +139,7 @@ def test_each_pure_module_binds_what_its_twin_declares(twin: speedups.Twin) -> N
     keeps its own implementation of each under the declared second name."""
     if twin.pure is None:
         return
-    pure = importlib.import_module(f"aiokafka_lite.{twin.pure}")
+    pure = importlib.import_module(f"aiokafka_lite.{speedups.TWIN_PACKAGE}.{twin.pure}")
     compiled = speedups.compiled_module(twin.compiled)
     for name, own in twin.names.items():
         implementation = getattr(pure, own)
@@ -193,7 +193,7 @@ def test_each_twin_keeps_its_contract(twin: speedups.Twin) -> None:
     assert twin.pure is not None
     contracts = _twin_contracts.CONTRACTS[twin.compiled]
     assert set(contracts) == set(twin.names)  # the contract covers the twin, no more
-    pure = importlib.import_module(f"aiokafka_lite.{twin.pure}")
+    pure = importlib.import_module(f"aiokafka_lite.{speedups.TWIN_PACKAGE}.{twin.pure}")
     compiled = _compiled(twin.compiled)
     for name, own in twin.names.items():
         call, made = contracts[name]
@@ -244,10 +244,10 @@ def test_setup_builds_the_declared_twins() -> None:
     (twins_def,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_twins"]
     namespace: dict[str, Any] = {"ast": ast, "Path": Path, "__file__": str(ROOT / "setup.py")}
     exec(compile(ast.Module([twins_def], []), "setup.py", "exec"), namespace)
-    assert namespace["_twins"]() == [t.compiled for t in speedups.TWINS]
-    assert "for name in _twins()" in (ROOT / "setup.py").read_text()
+    assert namespace["_twins"]() == (speedups.TWIN_PACKAGE, [t.compiled for t in speedups.TWINS])
+    assert "= _twins()" in (ROOT / "setup.py").read_text()
     for twin in speedups.TWINS:
-        assert (ROOT / "aiokafka_lite" / f"{twin.compiled}.pyx").exists()
+        assert (ROOT / "aiokafka_lite" / speedups.TWIN_PACKAGE / f"{twin.compiled}.pyx").exists()
 
 
 # -- the compiled encoder writes the pure encoder's bytes -------------------------------

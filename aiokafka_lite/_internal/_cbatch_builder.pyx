@@ -24,7 +24,7 @@ cdef object _TIMESTAMP_LIMIT = None
 
 cdef int _bind() except -1:
     global checks, BatchRecordMetadata, check_request_size, _TIMESTAMP_LIMIT
-    from aiokafka_lite import checks as _checks
+    from aiokafka_lite._internal import checks as _checks
     from aiokafka_lite._internal.batch_builder import check_request_size as _check_size
     from aiokafka_lite.structs import BatchRecordMetadata as _metadata
     checks, check_request_size, BatchRecordMetadata = _checks, _check_size, _metadata

@@ -1,7 +1,8 @@
 """Per-partition queues of record batches, with a shared memory budget.
 
 Java's ``RecordAccumulator``, rebuilt for one event loop (its ``BufferPool`` is
-:mod:`aiokafka_lite._internal.buffer_pool`, its ``ProducerBatch`` :mod:`aiokafka_lite._internal.producer_batch`):
+:mod:`aiokafka_lite._internal.buffer_pool`, its ``ProducerBatch``
+:mod:`aiokafka_lite._internal.producer_batch`):
 
 * Each partition has a :class:`PartitionQueue`: a deque of batches whose last
   one is open for appends. A deque, not an ``asyncio.Queue``: a retried batch

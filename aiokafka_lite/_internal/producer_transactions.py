@@ -4,7 +4,8 @@
 :class:`~aiokafka_lite.producer.AIOKafkaProducer`: ``begin_transaction``,
 ``commit_transaction``, ``abort_transaction``, ``send_offsets_to_transaction`` and
 ``transaction()``. Each checks the producer is running and has a ``transactional_id``,
-then hands the work to the sender's :class:`~aiokafka_lite._internal.transaction.TransactionManager`;
+then hands the work to the sender's
+:class:`~aiokafka_lite._internal.transaction.TransactionManager`;
 a commit or abort runs through :class:`~aiokafka_lite._internal.txn_result.TransactionalResult`, so
 that cancelling its caller does not stop it half-way.
 """

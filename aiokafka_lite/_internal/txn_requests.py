@@ -8,7 +8,8 @@ TxnOffsetCommit v5 adds the group's offsets itself; on v1 both stop at v4. Each
 request carries the current producer id and epoch, is sent through
 :class:`~aiokafka_lite._internal.coordinator.Coordinators` (found with FindCoordinator, retried
 with backoff within ``max_block_ms``) and raises the error its answer carries. What an
-error does to the transaction is the transaction manager's (:mod:`aiokafka_lite._internal.transaction`).
+error does to the transaction is the transaction manager's
+(:mod:`aiokafka_lite._internal.transaction`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The partitioner against Kafka's murmur2 vectors (tests/data/murmur2-vectors.tsv), and a user's ``partitioner=`` end to end (read back with confluent-kafka)."""
+"""The partitioner against Kafka's murmur2 vectors (tests/data/murmur2-vectors.tsv),
+and a user's ``partitioner=`` end to end (read back with confluent-kafka)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,8 @@ class Twin:
     mapped to the pure module's own implementation of it, which it keeps under that
     second name in both builds (so tests run both side by side). What each name must be
     (constructor, members, parameters) is its contract in
-    :mod:`aiokafka_lite._internal._twin_contracts`, which mypy checks the pure side against and the tests the compiled side.
+    :mod:`aiokafka_lite._internal._twin_contracts`, which mypy checks the pure side against
+    and the tests the compiled side.
     ``pure`` is None for a twin with no pure module of the same shape (the pure build
     takes another path: :mod:`aiokafka_lite.spark.arrow_rows` says which).
     """

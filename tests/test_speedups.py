@@ -418,7 +418,7 @@ import importlib.util, json, os, sys, sysconfig, types
 # A twin built from older sources: the real module minus one name of its contract. (A
 # stale .so cannot be made here without building old sources; this stands in for it.)
 # Loaded from its file, so that aiokafka_lite itself is not imported yet.
-where = os.path.join(sys.argv[1], "aiokafka_lite")
+where = os.path.join(sys.argv[1], "aiokafka_lite", "_internal")
 path = os.path.join(where, "_cpartitioner" + sysconfig.get_config_var("EXT_SUFFIX"))
 spec = importlib.util.spec_from_file_location("aiokafka_lite._internal._cpartitioner", path)
 real = importlib.util.module_from_spec(spec)
@@ -427,7 +427,8 @@ assert "aiokafka_lite" not in sys.modules
 stale = types.ModuleType(real.__name__)
 stale.__dict__.update({k: v for k, v in vars(real).items() if k != "sticky_moves_on"})
 sys.modules[real.__name__] = stale
-from aiokafka_lite import partitioner, records, speedups
+from aiokafka_lite import speedups
+from aiokafka_lite._internal import partitioner, records
 print(json.dumps({"compiled": speedups.COMPILED, "reason": speedups.REASON,
                   "builder": records.RecordBatchBuilder.__module__}))
 """

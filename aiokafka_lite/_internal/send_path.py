@@ -11,8 +11,8 @@ placement, timestamp, encode, memory, future), and answers :data:`NOT_PLAIN` for
 anything else, having changed nothing the general path would see differently (it may
 have remembered the key's hash). When the record does not fit the open batch it marks
 the batch full, as the general path would, and answers :data:`FILLED`: the task filled
-a batch (see :mod:`aiokafka_lite._internal.hand_over`). ``send()`` then takes its general path, which checks
-each argument, waits for metadata or memory and starts new batches.
+a batch (see :mod:`aiokafka_lite._internal.hand_over`). ``send()`` then takes its general
+path, which checks each argument, waits for metadata or memory and starts new batches.
 
 It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
 hash in front. :class:`BatchCore` is the part of a
@@ -108,9 +108,11 @@ class Accumulator(Protocol):
 class SendPath:
     """The fast path of one producer's ``send()`` (see the module docstring).
 
-    Built by its accumulator (:meth:`~aiokafka_lite._internal.accumulator.RecordAccumulator.send_path`)
-    over the accumulator's own budget, waiters and queues and the producer's
-    :class:`~aiokafka_lite._internal.placement.RecordPartitioner`: it reads and changes them in place.
+    Built by its accumulator
+    (:meth:`~aiokafka_lite._internal.accumulator.RecordAccumulator.send_path`) over the
+    accumulator's own budget, waiters and queues and the producer's
+    :class:`~aiokafka_lite._internal.placement.RecordPartitioner`: it reads and changes
+    them in place.
     """
 
     __slots__ = (

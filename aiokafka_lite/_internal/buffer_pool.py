@@ -8,9 +8,9 @@ counts the bytes actually buffered, not a whole ``batch_size`` per open batch, a
 counts what each buffered record and batch holds besides its encoded bytes (the
 constants below), so that many small records cannot hold far more than the budget.
 
-:class:`~aiokafka_lite._internal.accumulator.RecordAccumulator` is a :class:`BufferPool`: a base
-class rather than a member, so that the append hot path reads its attributes with no
-extra lookup.
+:class:`~aiokafka_lite._internal.appender.RecordAppender` (and so the accumulator) is a
+:class:`BufferPool`: a base class rather than a member, so that the append hot path reads
+its attributes with no extra lookup.
 """
 
 from __future__ import annotations

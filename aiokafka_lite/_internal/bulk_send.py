@@ -3,11 +3,11 @@
 Java sends record by record; aiokafka has no bulk send. Here a call's records are
 checked, serialized and placed as ``send()`` would, a chunk at a time, and then each
 partition's records of the chunk are encoded into its batches in one run
-(:meth:`~aiokafka_lite._internal.accumulator.RecordAccumulator.append_many`): no future and no
+(:meth:`~aiokafka_lite._internal.appender.RecordAppender.append_many`): no future and no
 call per record. Runs of plain records (bytes, no serializer, the default
 partitioner) are placed in one call (:func:`~aiokafka_lite._internal.partitioner.place_plain`,
 compiled when built). Keyless records (with the default partitioner) are appended one
-by one (:meth:`~aiokafka_lite._internal.accumulator.RecordAccumulator.append_keyless`): the
+by one (:meth:`~aiokafka_lite._internal.appender.RecordAppender.append_keyless`): the
 accumulator places each on the topic's sticky partition as its batches fill (KIP-794),
 as for ``send()``, so they land where ``send()`` would put them. The outcome reaches the call's
 :class:`~aiokafka_lite._internal.bulk_delivery.BulkDelivery` per batch. A bad record fails

@@ -109,7 +109,7 @@ class SendPath:
     """The fast path of one producer's ``send()`` (see the module docstring).
 
     Built by its accumulator
-    (:meth:`~aiokafka_lite._internal.accumulator.RecordAccumulator.send_path`) over the
+    (:meth:`~aiokafka_lite._internal.appender.RecordAppender.send_path`) over the
     accumulator's own budget, waiters and queues and the producer's
     :class:`~aiokafka_lite._internal.placement.RecordPartitioner`: it reads and changes
     them in place.

@@ -1,6 +1,6 @@
 """The sender is not woken for a batch it could not send: while every partition with a
 batch queued has its most batches in flight, or every broker connection its most
-requests (the answer that frees a slot wakes it anyway). With 16 KiB batches most
+requests (an answer that frees a slot, Produce or not, wakes it). With 16 KiB batches most
 batches fill while requests are in flight, and each useless pass costs the producer
 CPU. A batch that can go out still wakes it at once."""
 
@@ -90,5 +90,35 @@ async def test_a_queued_batch_wakes_the_sender_only_when_a_request_can_go(
         await until(lambda: wake.done())
         await producer.flush()
         assert (await fut).offset == 0
+    finally:
+        await producer.stop()
+
+
+async def test_a_batch_queued_behind_other_requests_goes_when_they_are_answered(
+    bootstrap: str, topic_factory: Callable[..., str]
+) -> None:
+    """Against the broker: both in-flight slots of the only connection hold requests that
+    are not Produce (metadata here; a transaction's requests alike) when ``send()``
+    queues a batch, so the sender is not woken for it. Their answers must wake it: the
+    record is delivered at once, not after the sender's next timer (minutes)."""
+    topic = topic_factory(1)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, max_in_flight_requests_per_connection=2, linger_ms=0
+    )
+    await producer.start()
+    try:
+        # A first record: the producer id is in place (its arrival would wake the sender).
+        assert (await producer.send_and_wait(topic, b"first")).offset == 0
+        runtime = runtime_of(producer)
+        client, sender = runtime.client, runtime.sender
+        (node_id,) = client.metadata.cluster.nodes
+        conn = await client.connect(node_id)
+        await until(lambda: sender._wake is not None and not sender._wake.done())
+        answers = [conn.send(MetadataRequest(topics=[])) for _ in range(2)]
+        assert client.saturated()
+        fut = await producer.send(topic, b"v")
+        await asyncio.gather(*answers)
+        async with asyncio.timeout(5):  # the sender's own timer would take far longer
+            assert (await fut).offset == 1
     finally:
         await producer.stop()

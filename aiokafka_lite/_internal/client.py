@@ -107,7 +107,7 @@ class NetworkClient:
     def saturated(self) -> bool:
         """Every known broker has an open connection with all its in-flight slots taken:
         no request can be sent before an answer (or a lost connection) frees one, and
-        both wake the sender."""
+        both wake the sender (``_on_answered``, ``_on_lost``), whatever the request."""
         nodes = self._known_nodes()
         if not nodes:
             return False
@@ -171,6 +171,7 @@ class NetworkClient:
                 client_id=self._config.client_id,
                 request_timeout_ms=self._config.request_timeout_ms,
                 on_lost=self._on_lost,
+                on_answered=self._on_answered,
                 security=self._security,
                 spawn=self._tasks.spawn,
             )
@@ -245,6 +246,13 @@ class NetworkClient:
     def connection_error(self, node_id: int) -> KafkaError | None:
         """Why the last attempt to connect to ``node_id`` failed (None once connected)."""
         return self._last_errors.get(node_id)
+
+    def _on_answered(self, conn: BrokerConnection) -> None:
+        # An answer freed one of the connection's in-flight slots. If they were all taken,
+        # the sender may have been told nothing could go (it skips wake-ups then, see
+        # saturated()) whatever the request was: Produce, metadata, a transaction's.
+        if conn.in_flight + 1 >= self._config.max_in_flight_requests_per_connection:
+            self._wakeup()
 
     def _on_lost(self, conn: BrokerConnection) -> None:
         if self._conns.get(conn.node_id) is conn:

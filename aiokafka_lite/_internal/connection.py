@@ -101,10 +101,13 @@ class BrokerConnection(asyncio.Protocol):
         client_id: str | None,
         request_timeout_ms: float,
         on_lost: Callable[[BrokerConnection], None] | None = None,
+        on_answered: Callable[[BrokerConnection], None] | None = None,
         security: Security | None = None,
         spawn: Spawn | None = None,
     ) -> None:
         self.node_id = node_id
+        # Called after each answer (its request's slot is free again), whatever the request.
+        self._on_answered = on_answered
         self._security = security
         # Where re-authentication runs: the owner's task group (a plain task without one).
         self._spawn = spawn
@@ -529,6 +532,8 @@ class BrokerConnection(asyncio.Protocol):
         self._spoke_kafka = True
         if not entry.future.done():
             entry.future.set_result(response)
+        if self._on_answered is not None:
+            self._on_answered(self)
         if self._reauth_pending and not self._in_flight:
             self._maybe_start_reauth()
         return True

@@ -135,9 +135,10 @@ class Sender:
     def batch_queued(self) -> None:
         """The accumulator's wake-up: a batch was queued, filled or started (its linger
         begins). A pass for it would send nothing while every partition with a batch
-        has its most batches in flight, or every broker connection its most requests:
-        the answer that frees a slot wakes the sender. Then it sleeps on (with 16 KiB
-        batches, most batches fill while five requests are in flight)."""
+        has its most batches in flight (only a Produce answer frees those, and it wakes
+        the sender), or every broker connection its most requests (any answer on a full
+        connection wakes it: the client's ``_on_answered``). Then it sleeps on (with
+        16 KiB batches, most batches fill while five requests are in flight)."""
         if self._wake is not None and (self._acc.all_blocked() or self._client.saturated()):
             return
         self.wakeup()

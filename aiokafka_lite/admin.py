@@ -166,7 +166,7 @@ async def _describe(
         bootstrap_servers=bootstrap_servers,
         client_id=client_id,
         allow_auto_create_topics=False,
-        socket_connection_setup_timeout_ms=max(1, min(setup_ms, timeout_ms * 4 // 5)),
+        socket_connection_setup_timeout_ms=max(1, min(setup_ms, int(timeout_ms * 4 // 5))),
     )
     async with _admin_client(config) as client:
         try:

@@ -30,10 +30,10 @@ from ._internal.compression import get_codec
 from ._internal.hand_over import FILLED, NOT_PLAIN, Declined, hand_over
 from ._internal.metadata import Metadata, wait_on_metadata
 from ._internal.partitioner import Partitioner
-from ._internal.placement import MAX_RECORD_OVERHEAD, RecordPartitioner, RecordPlacement
+from ._internal.placement import RecordPartitioner, RecordPlacement
 from ._internal.producer_bulk import ProducerBulk
 from ._internal.producer_transactions import ProducerTransactions
-from ._internal.records import Header
+from ._internal.records import MAX_RECORD_OVERHEAD, Header
 from ._internal.runtime import Runtime
 from ._internal.sender import Sender
 from ._internal.tasks import uncancellable

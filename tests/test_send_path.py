@@ -31,7 +31,7 @@ from aiokafka_lite._internal import send_path
 from aiokafka_lite._internal.accumulator import SEND_BOUND, SEND_RECORD_MEMORY
 from aiokafka_lite._internal.hand_over import FILLED, NOT_PLAIN
 from aiokafka_lite._internal.partitioner import py_default_partition
-from aiokafka_lite._internal.placement import MAX_RECORD_OVERHEAD
+from aiokafka_lite._internal.records import MAX_RECORD_OVERHEAD
 from aiokafka_lite.interceptors import ProducerRecord
 from aiokafka_lite.producer import _no_fast_path
 

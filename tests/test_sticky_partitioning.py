@@ -34,8 +34,8 @@ from hypothesis import strategies as st
 from aiokafka_lite import speedups
 from aiokafka_lite._internal import partitioner, send_path
 from aiokafka_lite._internal.accumulator import RecordAccumulator
-from aiokafka_lite._internal.placement import MAX_RECORD_OVERHEAD, RecordPlacement
-from aiokafka_lite._internal.records import RecordBatchBuilder
+from aiokafka_lite._internal.placement import RecordPlacement
+from aiokafka_lite._internal.records import MAX_RECORD_OVERHEAD, RecordBatchBuilder
 from aiokafka_lite.config import ProducerConfig
 
 # The one decision, in each build there is.

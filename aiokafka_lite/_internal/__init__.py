@@ -2,6 +2,7 @@
 
 What users import is re-exported from :mod:`aiokafka_lite` and its public modules
 (``errors``, ``sync``, ``embedded``, ``security``, ``oauth``, ``msk``, ``otel``,
-``serializers``, ``partitioner``, ``config``, ``structs``, ``spark``, ``testing``).
+``serializers``, ``partitioner``, ``config``, ``structs``, ``interceptors``, ``admin``,
+``speedups``, ``metrics``) and packages (``spark``, ``testing``, ``cli``).
 The modules here, and their names, may change in any release.
 """

@@ -70,7 +70,7 @@ cdef class SendPath:
     def __init__(self, acc, partitioner, Py_ssize_t max_request_size):
         # (imported here: buffer_pool imports send_path, which loads this module)
         from aiokafka_lite._internal.buffer_pool import SEND_BOUND, SEND_RECORD_MEMORY
-        from aiokafka_lite._internal.send_path import MAX_RECORD_OVERHEAD
+        from aiokafka_lite._internal.records import MAX_RECORD_OVERHEAD
 
         hashes = partitioner.hashes
         self._metadata = partitioner.metadata

@@ -26,7 +26,8 @@ from ..structs import DeliveryReport, RecordMetadata
 from .accumulator import RecordAccumulator
 from .bulk_delivery import BulkDelivery
 from .partitioner import place_plain
-from .placement import MAX_RECORD_OVERHEAD, RecordPlacement
+from .placement import RecordPlacement
+from .records import MAX_RECORD_OVERHEAD
 
 __all__ = ["CHUNK", "send_each", "send_many", "send_runs"]
 

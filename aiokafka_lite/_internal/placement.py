@@ -28,14 +28,9 @@ from ..errors import RecordTooLargeError, UnknownTopicOrPartitionError
 from . import aiokafka_arguments, checks
 from .metadata import Metadata
 from .partitioner import KeyHashCache, StickyPartitioner, sticky_moves_on
-from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, Header, record_size
+from .records import BATCH_HEADER_SIZE, Header, record_size
 
-__all__ = ["MAX_RECORD_OVERHEAD", "RecordPartitioner", "RecordPlacement", "record_bound"]
-
-# Bytes a record without headers adds beyond its key and value, at most: length,
-# attributes, timestamp and offset deltas, key/value lengths, header count, plus the
-# header of the batch it may have to start (record_bound's rule for no headers).
-MAX_RECORD_OVERHEAD = RECORD_OVERHEAD + BATCH_HEADER_SIZE
+__all__ = ["RecordPartitioner", "RecordPlacement", "record_bound"]
 
 
 def record_bound(key: bytes | None, value: bytes | None, headers: Sequence[Header] | None) -> int:

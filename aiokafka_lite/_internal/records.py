@@ -34,6 +34,7 @@ from .compression import Compressor
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "MAX_RECORD_OVERHEAD",
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
     "NO_SEQUENCE",
@@ -50,6 +51,9 @@ BATCH_HEADER_SIZE = 61
 # attributes, timestamp delta (varlong), offset delta, key and value lengths,
 # header count.
 RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5
+# ... and with the header of the batch it may have to start (placement.record_bound's
+# rule for a record without headers).
+MAX_RECORD_OVERHEAD = RECORD_OVERHEAD + BATCH_HEADER_SIZE
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1

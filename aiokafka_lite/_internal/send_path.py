@@ -36,15 +36,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import speedups
 from .delivery import RecordFutures
 from .hand_over import FILLED, NOT_PLAIN, Declined
-from .records import BATCH_HEADER_SIZE, RECORD_OVERHEAD, RecordBatchBuilder
+from .records import MAX_RECORD_OVERHEAD, RecordBatchBuilder
 
 if TYPE_CHECKING:
     from ..structs import RecordMetadata
     from .placement import RecordPartitioner
-
-# The most a record without headers takes besides its key and value, a batch header
-# included (placement.record_bound's rule; placement.MAX_RECORD_OVERHEAD).
-MAX_RECORD_OVERHEAD = RECORD_OVERHEAD + BATCH_HEADER_SIZE
 
 __all__ = [
     "FILLED",

@@ -217,21 +217,33 @@ class Stream:
         if self._task is not None:
             await asyncio.wait_for(self._task, 60)
 
-    def acked_partitions(self, since: int) -> set[int]:
-        """Partitions on which a record sent at or after index ``since`` was acknowledged."""
+    def acked_partitions(self, since: int, which: Callable[[int], bool] | None = None) -> set[int]:
+        """Partitions on which a record sent at or after index ``since`` (and, if given,
+        ``which(index)``) was acknowledged."""
         return {
             f.result().partition
-            for f in self.futures[since:]
-            if f.done() and not f.cancelled() and f.exception() is None
+            for i, f in enumerate(self.futures[since:], since)
+            if (which is None or which(i))
+            and f.done()
+            and not f.cancelled()
+            and f.exception() is None
         }
 
-    async def progress(self, since: int, partitions: set[int], timeout: float = 60.0) -> None:
-        """Wait until records sent from ``since`` on are acknowledged on every partition."""
+    async def progress(
+        self,
+        since: int,
+        partitions: set[int],
+        timeout: float = 60.0,
+        which: Callable[[int], bool] | None = None,
+    ) -> None:
+        """Wait until records sent from ``since`` on (those ``which`` picks, if given) are
+        acknowledged on every partition of ``partitions``."""
         deadline = time.monotonic() + timeout
-        while not partitions <= self.acked_partitions(since):
+        while not partitions <= self.acked_partitions(since, which):
             if time.monotonic() > deadline:
+                missing = sorted(partitions - self.acked_partitions(since, which))
                 raise AssertionError(
-                    f"no progress on partitions {sorted(partitions - self.acked_partitions(since))}"
+                    f"no progress on partitions {missing}"
                     f" of {self.topic} within {timeout} s of record {since}"
                 )
             await asyncio.sleep(0.1)

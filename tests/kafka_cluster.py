@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -30,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 POM = Path(__file__).resolve().parent / "apache_kafka" / "pom.xml"
 #: The Apache Kafka version the pom pins (what the README's version table names).
@@ -112,11 +114,48 @@ def _read_or_resolve(pom: Path, cached: Path) -> str:
     return cached.read_text().strip()
 
 
+_PORT_LOCKS: list[IO[str]] = []  # open lock files: each reserves its port for this process's life
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    """A loopback port nothing listens on now (the kernel's pick)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port for a Kafka node, outside the kernel's ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` can also become the local end of any
+    client connection made before the node binds it, or while a killed node is down
+    (seen in CI: "Address already in use" at node start). Ports below the ephemeral range
+    are never handed out that way. A lock file per port keeps xdist workers from picking
+    the same one; the lock is held until this process exits.
+    """
+    low, high = _ephemeral_range()
+    first, last = (10_000, low - 1) if low > 12_000 else (high + 1, 65_535)
+    lock_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "aiokafka-lite-test-ports"
+    lock_dir.mkdir(exist_ok=True)
+    for _ in range(1_000):
+        port = random.randint(first, last)
+        lock = (lock_dir / str(port)).open("a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                lock.close()
+                continue
+        _PORT_LOCKS.append(lock)
+        return port
+    raise RuntimeError(f"no free loopback port in {first}-{last}")
 
 
 @dataclass

@@ -215,11 +215,11 @@ async def test_a_record_over_the_budget_or_behind_waiters_is_left_to_the_general
         assert path.append(topic, b"k", b"")
 
 
-def test_batch_core_is_the_base_of_producer_batch() -> None:
+def test_producer_batch_base_is_the_base_of_producer_batch() -> None:
     """The fast path reads a batch's fields as C: they must be the compiled base's."""
     from aiokafka_lite._internal.producer_batch import ProducerBatch
 
-    assert ProducerBatch.__mro__[1] is send_path.BatchCore
+    assert ProducerBatch.__mro__[1] is send_path.ProducerBatchBase
     for name in ("full", "memory", "records"):
         assert name not in ProducerBatch.__slots__  # a slot would hide the base's field
 

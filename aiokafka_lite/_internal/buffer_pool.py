@@ -24,7 +24,7 @@ from ..errors import KafkaTimeoutError, RecordTooLargeError
 from .delivery import FUTURES_MEMORY, RECORD_MEMORY
 from .failure_copies import own_copy
 from .records import BATCH_HEADER_SIZE
-from .send_path import PoolCore
+from .send_path import MemoryBudget
 
 __all__ = [
     "BATCH_MEMORY",
@@ -72,8 +72,9 @@ def too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeErr
 class BufferPool:
     """``limit`` bytes of budget, ``used`` of them taken, and the FIFO line of waiters.
 
-    ``used`` is kept in :attr:`budget`, a :class:`~aiokafka_lite._internal.send_path.PoolCore` that
-    send()'s fast path changes too (a C field in the compiled build).
+    ``used`` is kept in :attr:`budget`, a
+    :class:`~aiokafka_lite._internal.send_path.MemoryBudget` that send()'s fast path
+    changes too (a C field in the compiled build).
     """
 
     def __init__(self, buffer_memory: int, wakeup: Callable[[], None]) -> None:
@@ -81,7 +82,7 @@ class BufferPool:
         # Wakes the sender: a waiter makes every batch sendable, to free memory quickly.
         self._wakeup = wakeup
         self.limit = buffer_memory
-        self.budget = PoolCore()  # its ``used``: the bytes of the budget taken
+        self.budget = MemoryBudget()  # its ``used``: the bytes of the budget taken
         self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
         # Told how long each wait for buffer memory took (the producer's metrics).
         self.on_wait: Callable[[float], None] | None = None

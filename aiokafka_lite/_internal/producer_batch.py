@@ -19,16 +19,17 @@ from ..structs import TopicPartition
 from .bulk_delivery import BulkDelivery
 from .compression import Compressor
 from .delivery import RecordFutures
-from .send_path import BatchCore
+from .send_path import ProducerBatchBase
 
 __all__ = ["PartitionQueue", "ProducerBatch"]
 
 
-class ProducerBatch(BatchCore):
+class ProducerBatch(ProducerBatchBase):
     """A record batch plus what the producer needs to track its delivery.
 
     Its encoder and the fields send()'s fast path changes (``full``, ``memory``,
-    ``records``) are its base class, :class:`~aiokafka_lite._internal.send_path.BatchCore`.
+    ``records``) are its base class,
+    :class:`~aiokafka_lite._internal.send_path.ProducerBatchBase`.
     """
 
     __slots__ = (

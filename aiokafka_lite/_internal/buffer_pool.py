@@ -43,7 +43,7 @@ __all__ = [
 # aiokafka_lite._internal.delivery says (the compiled one holds less). Without this a 10-byte
 # record, ~20 bytes encoded, would be counted at a fraction of what it holds.
 SEND_RECORD_MEMORY = RECORD_MEMORY
-# A send_many() record has no future: its slot in the index list of its run (8 B, and
+# A send_many() record has no future: its entry in the index list of its run (8 B, and
 # an int of 32 B).
 BULK_RECORD_MEMORY = 8 + 32
 # A batch, besides its records: its header's bytes, the ProducerBatch (184 compiled, 176
@@ -55,7 +55,7 @@ BULK_RECORD_MEMORY = 8 + 32
 BATCH_MEMORY = BATCH_HEADER_SIZE + 184 + 56 + 144 + 24 + 104 + FUTURES_MEMORY
 SEND_BOUND = SEND_RECORD_MEMORY + BATCH_MEMORY - BATCH_HEADER_SIZE  # (sizes include the header)
 # A run of send_many() records in a batch: its (delta, timestamp, indices) tuple (64) and
-# its slot in the batch's list of runs (32 as the list grows), the index list's object
+# its entry in the batch's list of runs (32 as the list grows), the index list's object
 # (56); the first run of a call in a batch also makes the list of runs (56) and its
 # entry in the batch's dict of calls (224 with the dict).
 RUN_MEMORY = 64 + 32 + 56 + 56 + 224

@@ -58,6 +58,8 @@ class ProducerBatch(ProducerBatchBase):
         # The futures of the records sent with send(), each knowing its offset delta
         # and timestamp; a send_many() record has none (it is reported through bulk).
         self.records = RecordFutures(done.get_loop())
+        # Each send_many() call's runs in this batch: (first offset delta, timestamp,
+        # the records' indices in the call).
         self.bulk: dict[BulkDelivery, list[tuple[int, int, list[int]]]] | None = None
         self.created = now
         self.retry_at = 0.0
@@ -87,8 +89,8 @@ class ProducerBatch(ProducerBatchBase):
         tp = self.queue.tp
         records.complete(tp, base_offset, log_append_time, log_start_offset)
         if self.bulk is not None:
-            for delivery, slots in self.bulk.items():
-                delivery.batch_completed(tp, base_offset, log_start_offset, log_append_time, slots)
+            for delivery, runs in self.bulk.items():
+                delivery.batch_completed(tp, base_offset, log_start_offset, log_append_time, runs)
         if not self.done.done():
             self.done.set_result(None)
 
@@ -100,8 +102,8 @@ class ProducerBatch(ProducerBatchBase):
             return
         records.complete_none()
         if self.bulk is not None:
-            for delivery, slots in self.bulk.items():
-                delivery.batch_completed(self.queue.tp, -1, -1, -1, slots)
+            for delivery, runs in self.bulk.items():
+                delivery.batch_completed(self.queue.tp, -1, -1, -1, runs)
         if not self.done.done():
             self.done.set_result(None)
 
@@ -111,8 +113,8 @@ class ProducerBatch(ProducerBatchBase):
             return
         records.fail(exc)
         if self.bulk is not None:
-            for delivery, slots in self.bulk.items():
-                delivery.batch_failed(exc, slots)
+            for delivery, runs in self.bulk.items():
+                delivery.batch_failed(exc, runs)
         if not self.done.done():
             self.done.set_result(None)
 

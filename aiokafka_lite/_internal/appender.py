@@ -153,7 +153,7 @@ class RecordAppender(BufferPool):
         reserved: int = 0,
         keyless: RecordPartitioner | None = None,
     ) -> asyncio.Future[RecordMetadata] | None:
-        """Append one record and return its future; the hot path of ``send()``.
+        """Append one record and return its future: ``send()``'s general path.
 
         ``size`` is an upper bound of the record's encoded size. Returns None,
         appending nothing, when that much budget is not free (or others are

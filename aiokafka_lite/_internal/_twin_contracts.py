@@ -140,7 +140,8 @@ class NewRecordFutures(Protocol):
 
 
 class ProducerBatchBaseContract(RecordBatchBuilderContract, Protocol):
-    """``send_path.ProducerBatchBase``: a batch's encoder plus what ``SendPath.append`` changes."""
+    """``send_path.ProducerBatchBase``: the base class of a ProducerBatch, its encoder plus
+    what ``SendPath.append`` changes."""
 
     full: bool
     memory: int

@@ -77,7 +77,11 @@ TWINS: tuple[Twin, ...] = (
     Twin(
         "_csend_path",
         "send_path",
-        {"SendPath": "PySendPath", "BatchCore": "PyBatchCore", "PoolCore": "PyPoolCore"},
+        {
+            "SendPath": "PySendPath",
+            "ProducerBatchBase": "PyProducerBatchBase",
+            "MemoryBudget": "PyMemoryBudget",
+        },
     ),
     Twin("_cbatch_builder", "batch_builder", {"BatchBuilder": "PyBatchBuilder"}),
     Twin("_carrow_rows", None),

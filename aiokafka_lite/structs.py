@@ -102,10 +102,11 @@ class DeliverySegment(NamedTuple):
 class DeliveryReport(Sequence[RecordMetadata]):
     """Every record's metadata of one ``send_many()`` call, in call order.
 
-    Built lazily from one segment per batch, so that a call's cost does not
-    include a ``RecordMetadata`` per record unless the caller looks. Reading
-    the entry of a record that failed raises that record's exception (as
-    its future's ``result()`` would); ``errors`` maps those indices to them.
+    Built lazily from its segments (records that landed together in a batch), so
+    that a call's cost does not include a ``RecordMetadata`` per record unless the
+    caller looks. Reading the entry of a record that failed raises that record's
+    exception (as its future's ``result()`` would); ``errors`` maps those indices
+    to them.
     """
 
     __slots__ = ("_by_index", "_count", "_segments", "errors")

@@ -187,7 +187,7 @@ async def test_what_is_not_plain_comes_back_none_with_nothing_changed(
 async def test_a_record_over_the_budget_or_behind_waiters_is_left_to_the_general_path(
     cls: Any, bootstrap: str, topic_factory: TopicFactory
 ) -> None:
-    """The budget is spent for real; the waiter is put in the pool's queue by hand (a
+    """The budget is spent for real; the waiter is put in the budget's line by hand (a
     real one is granted within milliseconds here, as the broker acks the batches that
     a waiting caller makes sendable at once: too soon to observe the fast path then)."""
     topic = topic_factory(1)
@@ -215,11 +215,11 @@ async def test_a_record_over_the_budget_or_behind_waiters_is_left_to_the_general
         assert path.append(topic, b"k", b"")
 
 
-def test_batch_core_is_the_base_of_producer_batch() -> None:
+def test_producer_batch_base_is_the_base_of_producer_batch() -> None:
     """The fast path reads a batch's fields as C: they must be the compiled base's."""
     from aiokafka_lite._internal.producer_batch import ProducerBatch
 
-    assert ProducerBatch.__mro__[1] is send_path.BatchCore
+    assert ProducerBatch.__mro__[1] is send_path.ProducerBatchBase
     for name in ("full", "memory", "records"):
         assert name not in ProducerBatch.__slots__  # a slot would hide the base's field
 

@@ -92,7 +92,7 @@ def test_this_process_uses_what_the_environment_asks_for() -> None:
     assert (partitioner.murmur2 is not partitioner.py_murmur2) is speedups.COMPILED
     assert (delivery.RecordFutures is not delivery.PyRecordFutures) is speedups.COMPILED
     assert (send_path.SendPath is not send_path.PySendPath) is speedups.COMPILED
-    assert (send_path.BatchCore is not send_path.PyBatchCore) is speedups.COMPILED
+    assert (send_path.ProducerBatchBase is not send_path.PyProducerBatchBase) is speedups.COMPILED
 
 
 def test_the_environment_variable_forces_pure_python() -> None:

@@ -121,7 +121,8 @@ cdef inline int64_t checked_delta(int64_t timestamp, int64_t base) except? -1:
 
 
 cdef class RecordBatchBuilder:
-    """Appends records to one batch buffer and writes its header when closed."""
+    """Encodes one Kafka record batch (v2): appends records to its buffer and writes its
+    header when closed. Java's ``MemoryRecordsBuilder``."""
 
     # (its fields are declared in _crecords.pxd)
 

@@ -3,8 +3,8 @@
 
 Same case, same steps, same result as the pure ``SendPath.append`` (see its docstring);
 the record's timestamp is ``int(time.time() * 1000)``, as on the general path.
-The batch's fields, its encoder and its futures are reached as C (``BatchCore`` and the
-cimported twins), not as Python attributes: on this path attribute lookups would cost
+The batch's fields, its encoder and its futures are reached as C (``ProducerBatchBase``
+and the cimported twins), not as Python attributes: on this path attribute lookups would cost
 more than the record's encoding.
 """
 
@@ -33,16 +33,17 @@ cdef Py_ssize_t DIRECT_HASH_MAX = 64
 import time as _time  # (time.time looked up per record, as the general path does)
 
 
-cdef class BatchCore(RecordBatchBuilder):
-    """What the fast path reads and writes of a ProducerBatch (see send_path.BatchCore)."""
+cdef class ProducerBatchBase(RecordBatchBuilder):
+    """The base class of a ProducerBatch: what the fast path reads and writes of it (see
+    send_path.ProducerBatchBase)."""
 
     cdef public bint full
     cdef public Py_ssize_t memory
     cdef public RecordFutures records
 
 
-cdef class PoolCore:
-    """What the fast path changes of the buffer_memory budget (see send_path.PoolCore)."""
+cdef class MemoryBudget:
+    """The buffer_memory budget's count of bytes taken (see send_path.MemoryBudget)."""
 
     cdef public Py_ssize_t used
 
@@ -55,9 +56,9 @@ cdef class SendPath:
     cdef object _metadata
     cdef dict _cache  # the KeyHashCache's dict (never replaced)
     cdef Py_ssize_t _capacity  # ... and its bound
-    cdef PoolCore _pool  # the accumulator's buffer_memory budget
+    cdef MemoryBudget _budget  # the accumulator's buffer_memory budget
     cdef dict _queues  # the accumulator's topic -> partition -> PartitionQueue
-    cdef object _waiters  # the pool's deque of callers waiting for memory
+    cdef object _waiters  # the budget's deque of callers waiting for memory
     cdef Py_ssize_t _limit  # buffer_memory
     cdef Py_ssize_t _max_size
     cdef Py_ssize_t _overhead
@@ -79,7 +80,7 @@ cdef class SendPath:
         self._sticky = partitioner.current
         self._sticky_bytes = partitioner.produced
         self._move_on = partitioner.move_on
-        self._pool = acc.budget
+        self._budget = acc.budget
         self._queues = acc.queues
         self._waiters = acc.waiters
         self._limit = acc.limit
@@ -112,7 +113,7 @@ cdef class SendPath:
         cdef PyObject* found
         cdef int64_t timestamp
         cdef double ms
-        cdef BatchCore batch
+        cdef ProducerBatchBase batch
         cdef bint keyless = key is None
         if not keyless and type(key) is not bytes:
             return NOT_PLAIN
@@ -137,7 +138,7 @@ cdef class SendPath:
             return NOT_PLAIN
         if size > self._max_size or self._waiters:
             return NOT_PLAIN
-        if size + self._bound > self._limit - self._pool.used:  # (so that nothing overflows)
+        if size + self._bound > self._limit - self._budget.used:  # (so that nothing overflows)
             return NOT_PLAIN
         if keyless:  # the topic's sticky partition (its open batch: no move before)
             if type(topic) is not str:  # (a str subclass could run code in the dict lookups)
@@ -161,7 +162,8 @@ cdef class SendPath:
         n = len(batches)
         if n == 0:
             return NOT_PLAIN
-        batch = <BatchCore?>batches[n - 1]  # (built without wraparound: no negative indices)
+        # (built without wraparound: no negative indices)
+        batch = <ProducerBatchBase?>batches[n - 1]
         if batch.full:
             return NOT_PLAIN
         ms = <double>_time.time() * 1000.0
@@ -175,7 +177,7 @@ cdef class SendPath:
         appended = added
         added += self._record_memory
         batch.memory += added
-        self._pool.used += added
+        self._budget.used += added
         fut = batch.records._add(batch.count - 1, timestamp)
         if keyless:  # as RecordPartitioner.update
             found = PyDict_GetItem(self._sticky_bytes, topic)

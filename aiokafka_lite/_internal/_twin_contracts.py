@@ -139,28 +139,29 @@ class NewRecordFutures(Protocol):
 # -- _csend_path / send_path --------------------------------------------------------------
 
 
-class BatchCoreContract(RecordBatchBuilderContract, Protocol):
-    """``send_path.BatchCore``: a batch's encoder plus what ``SendPath.append`` changes."""
+class ProducerBatchBaseContract(RecordBatchBuilderContract, Protocol):
+    """``send_path.ProducerBatchBase``: the base class of a ProducerBatch, its encoder plus
+    what ``SendPath.append`` changes."""
 
     full: bool
     memory: int
     records: RecordFutures  # whichever build's: the twins of one build go together
 
 
-class NewBatchCore(Protocol):
+class NewProducerBatchBase(Protocol):
     def __call__(
         self, base_timestamp: int, compress: Compressor | None = None, codec_id: int = 0
-    ) -> BatchCoreContract: ...
+    ) -> ProducerBatchBaseContract: ...
 
 
-class PoolCoreContract(Protocol):
-    """``send_path.PoolCore``: the bytes of ``buffer_memory`` taken."""
+class MemoryBudgetContract(Protocol):
+    """``send_path.MemoryBudget``: the bytes of ``buffer_memory`` taken."""
 
     used: int
 
 
-class NewPoolCore(Protocol):
-    def __call__(self) -> PoolCoreContract: ...
+class NewMemoryBudget(Protocol):
+    def __call__(self) -> MemoryBudgetContract: ...
 
 
 class SendPathContract(Protocol):
@@ -232,8 +233,8 @@ CONTRACTS: dict[str, dict[str, tuple[type, type | None]]] = {
     },
     "_csend_path": {
         "SendPath": (NewSendPath, SendPathContract),
-        "BatchCore": (NewBatchCore, BatchCoreContract),
-        "PoolCore": (NewPoolCore, PoolCoreContract),
+        "ProducerBatchBase": (NewProducerBatchBase, ProducerBatchBaseContract),
+        "MemoryBudget": (NewMemoryBudget, MemoryBudgetContract),
     },
     "_cbatch_builder": {"BatchBuilder": (NewBatchBuilder, BatchBuilderContract)},
 }
@@ -251,6 +252,6 @@ if TYPE_CHECKING:  # mypy checks each pure implementation against its contract
     _record_memory: int = delivery.PY_RECORD_MEMORY
     _futures_memory: int = delivery.PY_FUTURES_MEMORY
     _send_path: NewSendPath = send_path.PySendPath
-    _batch_core: NewBatchCore = send_path.PyBatchCore
-    _pool_core: NewPoolCore = send_path.PyPoolCore
+    _producer_batch_base: NewProducerBatchBase = send_path.PyProducerBatchBase
+    _memory_budget: NewMemoryBudget = send_path.PyMemoryBudget
     _batch_builder: NewBatchBuilder = batch_builder.PyBatchBuilder

@@ -81,7 +81,7 @@ class RecordAccumulator(RecordAppender):
         self._linger = linger_ms / 1000
         self._delivery_timeout = delivery_timeout_ms / 1000
         self._max_in_flight = max_in_flight_per_partition
-        self._broken: list[tuple[ProducerBatch, Exception]] = []
+        self._unsendable: list[tuple[ProducerBatch, Exception]] = []
         self._flushing = 0
         self.closing = False
 
@@ -121,7 +121,7 @@ class RecordAccumulator(RecordAppender):
                     parts[partition].leader if parts is not None and partition < len(parts) else -1
                 )
             except Exception as e:  # a partition no valid record names (not an int)
-                self._break(q, e)
+                self._set_aside(q, e)
                 continue
             if leader < 0:
                 unknown_leader = True
@@ -151,21 +151,21 @@ class RecordAccumulator(RecordAppender):
         limit = self._max_in_flight
         return all(q.in_flight >= limit for q in self._nonempty)
 
-    def _break(self, q: PartitionQueue, error: Exception) -> None:
-        # Its batches can never be sent: the sender fails them (take_broken), and
+    def _set_aside(self, q: PartitionQueue, error: Exception) -> None:
+        # Its batches can never be sent: the sender fails them (take_unsendable), and
         # the other partitions are not held up by them.
         while q.batches:
             batch = q.batches.popleft()
             batch.full = True
-            self._broken.append((batch, error))
+            self._unsendable.append((batch, error))
         self._nonempty.pop(q, None)
 
-    def take_broken(self) -> list[tuple[ProducerBatch, Exception]]:
+    def take_unsendable(self) -> list[tuple[ProducerBatch, Exception]]:
         """Batches that :meth:`ready` found unsendable, with the reason; the caller fails them."""
-        if not self._broken:
+        if not self._unsendable:
             return []
-        broken, self._broken = self._broken, []
-        return broken
+        unsendable, self._unsendable = self._unsendable, []
+        return unsendable
 
     def _expire(self, q: PartitionQueue, now: float, expired: list[ProducerBatch]) -> None:
         # Only batches still in the queue expire here; one in flight is

@@ -153,7 +153,7 @@ class RecordAppender(BufferPool):
         reserved: int = 0,
         keyless: RecordPartitioner | None = None,
     ) -> asyncio.Future[RecordMetadata] | None:
-        """Append one record and return its future; the hot path of ``send()``.
+        """Append one record and return its future: ``send()``'s general path.
 
         ``size`` is an upper bound of the record's encoded size. Returns None,
         appending nothing, when that much budget is not free (or others are
@@ -266,7 +266,7 @@ class RecordAppender(BufferPool):
                     batch, timestamp, keys, values, order, pos, room - RUN_MEMORY
                 )
                 if pos > start:
-                    self._add_bulk_slots(batch, delivery, order[start:pos], timestamp)
+                    self._add_run(batch, delivery, order[start:pos], timestamp)
                     batch.memory += RUN_MEMORY
                     self.budget.used += RUN_MEMORY
                 if reserved:
@@ -325,7 +325,7 @@ class RecordAppender(BufferPool):
                         if self._append_run(batch, timestamp, keys, values, run, 0, budget) == 0:
                             filled = True
                             continue  # it closed the batch: placed again (it may move on)
-                        self._add_bulk_slots(batch, delivery, run, timestamp)
+                        self._add_run(batch, delivery, run, timestamp)
                         batch.memory += RUN_MEMORY
                         self.budget.used += RUN_MEMORY
                         self._count_keyless(partitioner, topic, p, q, batch, before)
@@ -391,18 +391,18 @@ class RecordAppender(BufferPool):
             delivery.record_failed(i, exc)
 
     @staticmethod
-    def _add_bulk_slots(
+    def _add_run(
         batch: ProducerBatch, delivery: BulkDelivery, indices: list[int], timestamp: int
     ) -> None:
         bulk = batch.bulk
         if bulk is None:
             bulk = batch.bulk = {}
-        slots = bulk.get(delivery)
-        if slots is None:
-            slots = bulk[delivery] = []
+        runs = bulk.get(delivery)
+        if runs is None:
+            runs = bulk[delivery] = []
             delivery.pending += 1
         # The run was just encoded: its first record's offset delta. Nothing per record.
-        slots.append((batch.count - len(indices), timestamp, indices))
+        runs.append((batch.count - len(indices), timestamp, indices))
 
     def _new_batch(self, q: PartitionQueue, timestamp: int) -> ProducerBatch:
         if self._compress is not None:

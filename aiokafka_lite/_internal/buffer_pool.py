@@ -24,7 +24,7 @@ from ..errors import KafkaTimeoutError, RecordTooLargeError
 from .delivery import FUTURES_MEMORY, RECORD_MEMORY
 from .failure_copies import own_copy
 from .records import BATCH_HEADER_SIZE
-from .send_path import PoolCore
+from .send_path import MemoryBudget
 
 __all__ = [
     "BATCH_MEMORY",
@@ -43,7 +43,7 @@ __all__ = [
 # aiokafka_lite._internal.delivery says (the compiled one holds less). Without this a 10-byte
 # record, ~20 bytes encoded, would be counted at a fraction of what it holds.
 SEND_RECORD_MEMORY = RECORD_MEMORY
-# A send_many() record has no future: its slot in the index list of its run (8 B, and
+# A send_many() record has no future: its entry in the index list of its run (8 B, and
 # an int of 32 B).
 BULK_RECORD_MEMORY = 8 + 32
 # A batch, besides its records: its header's bytes, the ProducerBatch (184 compiled, 176
@@ -55,7 +55,7 @@ BULK_RECORD_MEMORY = 8 + 32
 BATCH_MEMORY = BATCH_HEADER_SIZE + 184 + 56 + 144 + 24 + 104 + FUTURES_MEMORY
 SEND_BOUND = SEND_RECORD_MEMORY + BATCH_MEMORY - BATCH_HEADER_SIZE  # (sizes include the header)
 # A run of send_many() records in a batch: its (delta, timestamp, indices) tuple (64) and
-# its slot in the batch's list of runs (32 as the list grows), the index list's object
+# its entry in the batch's list of runs (32 as the list grows), the index list's object
 # (56); the first run of a call in a batch also makes the list of runs (56) and its
 # entry in the batch's dict of calls (224 with the dict).
 RUN_MEMORY = 64 + 32 + 56 + 56 + 224
@@ -72,8 +72,9 @@ def too_large_for_buffer(size: int, topic: str, limit: int) -> RecordTooLargeErr
 class BufferPool:
     """``limit`` bytes of budget, ``used`` of them taken, and the FIFO line of waiters.
 
-    ``used`` is kept in :attr:`budget`, a :class:`~aiokafka_lite._internal.send_path.PoolCore` that
-    send()'s fast path changes too (a C field in the compiled build).
+    ``used`` is kept in :attr:`budget`, a
+    :class:`~aiokafka_lite._internal.send_path.MemoryBudget` that send()'s fast path
+    changes too (a C field in the compiled build).
     """
 
     def __init__(self, buffer_memory: int, wakeup: Callable[[], None]) -> None:
@@ -81,7 +82,7 @@ class BufferPool:
         # Wakes the sender: a waiter makes every batch sendable, to free memory quickly.
         self._wakeup = wakeup
         self.limit = buffer_memory
-        self.budget = PoolCore()  # its ``used``: the bytes of the budget taken
+        self.budget = MemoryBudget()  # its ``used``: the bytes of the budget taken
         self._waiters: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
         # Told how long each wait for buffer memory took (the producer's metrics).
         self.on_wait: Callable[[float], None] | None = None

@@ -1,8 +1,9 @@
 """The one future of a ``send_many()`` call, resolved from the batches its records went to.
 
 A ``send_many()`` record gets no future of its own: each batch holding some of the call's
-records reports them as one segment (runs of offsets, by their positions in the call),
-and the call's future resolves when the last of those batches is done. Java has no bulk
+records reports them, one segment per run (records appended together, so at consecutive
+offsets, named by their positions in the call), and the call's future resolves when the
+last of those batches is done. Java has no bulk
 send; the closest is one ``ProduceRequestResult`` per batch shared by its records, which
 is what :mod:`aiokafka_lite._internal.delivery` does for ``send()``'s records.
 """
@@ -21,8 +22,8 @@ __all__ = ["BulkDelivery"]
 class BulkDelivery:
     """The one future of a ``send_many()`` call, instead of a future per record.
 
-    Each batch holding some of the call's records reports them as one
-    segment; the future resolves when the last such batch is done, to a
+    Each batch holding some of the call's records reports them, one segment
+    per run; the future resolves when the last such batch is done, to a
     :class:`DeliveryReport`, or fails with
     :class:`~aiokafka_lite.errors.DeliveryFailedError` (carrying the report)
     when any record failed.
@@ -45,10 +46,10 @@ class BulkDelivery:
         base_offset: int,
         log_start_offset: int,
         log_append_time: int,
-        slots: list[tuple[int, int, list[int]]],
+        runs: list[tuple[int, int, list[int]]],
     ) -> None:
         ts_type = TIMESTAMP_CREATE_TIME if log_append_time == -1 else TIMESTAMP_LOG_APPEND_TIME
-        for delta, timestamp, indices in slots:
+        for delta, timestamp, indices in runs:
             first = base_offset + delta if base_offset >= 0 else -1
             if ts_type == TIMESTAMP_LOG_APPEND_TIME:
                 timestamp = log_append_time
@@ -57,9 +58,9 @@ class BulkDelivery:
             )
         self._reported()
 
-    def batch_failed(self, exc: BaseException, slots: list[tuple[int, int, list[int]]]) -> None:
+    def batch_failed(self, exc: BaseException, runs: list[tuple[int, int, list[int]]]) -> None:
         errors = self.errors
-        for _, _, indices in slots:
+        for _, _, indices in runs:
             for i in indices:
                 errors[i] = exc
         self._reported()

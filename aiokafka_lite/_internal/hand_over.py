@@ -72,7 +72,8 @@ def current_task_ref() -> weakref.ref[asyncio.Task[Any]] | None:
 
 
 async def hand_over(fills: Fills, filling: bool, wake: Callable[[], None]) -> None:
-    """Before a general-path append: yield once if this task filled the last batch.
+    """Before a general-path append: yield once if this task is the filler (the last
+    task that filled a batch).
 
     ``filling``: this send's record did not fit its open batch (found by the fast path).
     Called when that is so or a filler is remembered; then it is forgotten.

@@ -19,16 +19,17 @@ from ..structs import TopicPartition
 from .bulk_delivery import BulkDelivery
 from .compression import Compressor
 from .delivery import RecordFutures
-from .send_path import BatchCore
+from .send_path import ProducerBatchBase
 
 __all__ = ["PartitionQueue", "ProducerBatch"]
 
 
-class ProducerBatch(BatchCore):
+class ProducerBatch(ProducerBatchBase):
     """A record batch plus what the producer needs to track its delivery.
 
     Its encoder and the fields send()'s fast path changes (``full``, ``memory``,
-    ``records``) are its base class, :class:`~aiokafka_lite._internal.send_path.BatchCore`.
+    ``records``) are its base class,
+    :class:`~aiokafka_lite._internal.send_path.ProducerBatchBase`.
     """
 
     __slots__ = (
@@ -57,6 +58,8 @@ class ProducerBatch(BatchCore):
         # The futures of the records sent with send(), each knowing its offset delta
         # and timestamp; a send_many() record has none (it is reported through bulk).
         self.records = RecordFutures(done.get_loop())
+        # Each send_many() call's runs in this batch: (first offset delta, timestamp,
+        # the records' indices in the call).
         self.bulk: dict[BulkDelivery, list[tuple[int, int, list[int]]]] | None = None
         self.created = now
         self.retry_at = 0.0
@@ -86,8 +89,8 @@ class ProducerBatch(BatchCore):
         tp = self.queue.tp
         records.complete(tp, base_offset, log_append_time, log_start_offset)
         if self.bulk is not None:
-            for delivery, slots in self.bulk.items():
-                delivery.batch_completed(tp, base_offset, log_start_offset, log_append_time, slots)
+            for delivery, runs in self.bulk.items():
+                delivery.batch_completed(tp, base_offset, log_start_offset, log_append_time, runs)
         if not self.done.done():
             self.done.set_result(None)
 
@@ -99,8 +102,8 @@ class ProducerBatch(BatchCore):
             return
         records.complete_none()
         if self.bulk is not None:
-            for delivery, slots in self.bulk.items():
-                delivery.batch_completed(self.queue.tp, -1, -1, -1, slots)
+            for delivery, runs in self.bulk.items():
+                delivery.batch_completed(self.queue.tp, -1, -1, -1, runs)
         if not self.done.done():
             self.done.set_result(None)
 
@@ -110,8 +113,8 @@ class ProducerBatch(BatchCore):
             return
         records.fail(exc)
         if self.bulk is not None:
-            for delivery, slots in self.bulk.items():
-                delivery.batch_failed(exc, slots)
+            for delivery, runs in self.bulk.items():
+                delivery.batch_failed(exc, runs)
         if not self.done.done():
             self.done.set_result(None)
 

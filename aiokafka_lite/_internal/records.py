@@ -119,7 +119,8 @@ def record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header
 
 
 class RecordBatchBuilder:
-    """Appends records to one batch buffer and writes its header when closed."""
+    """Encodes one Kafka record batch (v2): appends records to its buffer and writes its
+    header when closed. Java's ``MemoryRecordsBuilder``."""
 
     __slots__ = ("base_timestamp", "buf", "codec_id", "compress", "count", "max_timestamp")
 

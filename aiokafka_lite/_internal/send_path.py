@@ -15,14 +15,14 @@ a batch (see :mod:`aiokafka_lite._internal.hand_over`). ``send()`` then takes it
 path, which checks each argument, waits for metadata or memory and starts new batches.
 
 It is Java's ``RecordAccumulator.tryAppend`` on the last batch, with the partitioner's
-hash in front. :class:`BatchCore` is the part of a
-:class:`~aiokafka_lite._internal.producer_batch.ProducerBatch` it reads and writes, and
-:class:`PoolCore` the :class:`~aiokafka_lite._internal.buffer_pool.BufferPool`'s count of bytes
-taken. This module is
-the pure-Python twin; ``_csend_path.pyx`` (used when it was built, see
-:mod:`aiokafka_lite.speedups`) does the same in C, with those fields as C fields, so
-that a record on this path runs no interpreted code from the fast path's call to its
-future.
+hash in front. :class:`ProducerBatchBase` is the base class of
+:class:`~aiokafka_lite._internal.producer_batch.ProducerBatch`: the part of a batch it
+reads and writes. :class:`MemoryBudget` is the
+:class:`~aiokafka_lite._internal.buffer_pool.BufferPool`'s count of ``buffer_memory``
+bytes taken (its ``budget``). This module is the pure-Python twin; ``_csend_path.pyx``
+(used when it was built, see :mod:`aiokafka_lite.speedups`) does the same in C, with
+those fields as C fields, so that a record on this path runs no interpreted code from
+the fast path's call to its future.
 """
 
 from __future__ import annotations
@@ -45,18 +45,19 @@ if TYPE_CHECKING:
 __all__ = [
     "FILLED",
     "NOT_PLAIN",
-    "BatchCore",
     "Declined",
-    "PoolCore",
-    "PyBatchCore",
-    "PyPoolCore",
+    "MemoryBudget",
+    "ProducerBatchBase",
+    "PyMemoryBudget",
+    "PyProducerBatchBase",
     "PySendPath",
     "SendPath",
 ]
 
 
-class BatchCore(RecordBatchBuilder):
-    """A batch's encoder plus what :meth:`SendPath.append` changes beside its bytes."""
+class ProducerBatchBase(RecordBatchBuilder):
+    """The base class of a ProducerBatch: its encoder plus the fields
+    :meth:`SendPath.append` changes beside its bytes (C fields in the compiled twin)."""
 
     __slots__ = ("full", "memory", "records")
 
@@ -65,9 +66,9 @@ class BatchCore(RecordBatchBuilder):
     records: RecordFutures  # the futures of its send() records
 
 
-class PoolCore:
+class MemoryBudget:
     """The ``buffer_memory`` budget's count of bytes taken (a BufferPool's ``budget``),
-    which :meth:`SendPath.append` changes too."""
+    which :meth:`SendPath.append` changes too (a C field in the compiled twin)."""
 
     __slots__ = ("used",)
 
@@ -79,7 +80,7 @@ class PartitionBatches(Protocol):
     """What the fast path reads of a partition's queue (a PartitionQueue)."""
 
     @property
-    def batches(self) -> Sequence[BatchCore]: ...  # oldest first, the last may be open
+    def batches(self) -> Sequence[ProducerBatchBase]: ...  # oldest first, the last may be open
 
     @property
     def batch_limit(self) -> int: ...  # the uncompressed bytes its open batch may take
@@ -89,7 +90,7 @@ class Accumulator(Protocol):
     """What the fast path reads of its accumulator (a RecordAccumulator), never replaced."""
 
     @property
-    def budget(self) -> PoolCore: ...  # the count of buffer_memory taken
+    def budget(self) -> MemoryBudget: ...  # the count of buffer_memory taken
 
     @property
     def limit(self) -> int: ...  # buffer_memory
@@ -113,12 +114,12 @@ class SendPath:
 
     __slots__ = (
         "_bound",
+        "_budget",
         "_hash",
         "_limit",
         "_max_size",
         "_metadata",
         "_peek",
-        "_pool",
         "_queues",
         "_record_memory",
         "_sticky",
@@ -134,12 +135,12 @@ class SendPath:
         self._hash = partitioner.hashes.hash
         self._sticky = partitioner.current  # keyless: each topic's sticky partition
         self._update = partitioner.update  # ... and what counts a keyless append
-        self._pool = acc.budget  # the accumulator's count of buffer_memory taken
+        self._budget = acc.budget  # the accumulator's count of buffer_memory taken
         self._queues = acc.queues  # its topic -> partition -> queue (never replaced)
         self._waiters = acc.waiters  # the callers waiting for the budget (never replaced)
         self._limit = acc.limit  # buffer_memory
         self._max_size = max_request_size
-        from .buffer_pool import SEND_BOUND, SEND_RECORD_MEMORY  # (it imports PoolCore)
+        from .buffer_pool import SEND_BOUND, SEND_RECORD_MEMORY  # (it imports MemoryBudget)
 
         self._record_memory = SEND_RECORD_MEMORY  # buffer_memory a record holds besides its bytes
         self._bound = SEND_BOUND  # ... and what it may take, should it start a batch
@@ -165,8 +166,8 @@ class SendPath:
             size = MAX_RECORD_OVERHEAD + len(key)
         else:
             return NOT_PLAIN
-        pool = self._pool
-        if size > self._max_size or self._waiters or pool.used + size + self._bound > self._limit:
+        budget = self._budget
+        if size > self._max_size or self._waiters or budget.used + size + self._bound > self._limit:
             return NOT_PLAIN
         if key is None:  # the topic's sticky partition (its open batch: no move before)
             if type(topic) is not str:  # (a str subclass could run code in the dict lookups)
@@ -185,7 +186,7 @@ class SendPath:
         q = parts_of_topic.get(partition)
         if q is None or not q.batches:
             return NOT_PLAIN
-        batch: BatchCore = q.batches[-1]
+        batch: ProducerBatchBase = q.batches[-1]
         if batch.full:
             return NOT_PLAIN
         ms = time.time() * 1000
@@ -199,7 +200,7 @@ class SendPath:
             return FILLED
         memory = added + self._record_memory
         batch.memory += memory
-        pool.used += memory
+        budget.used += memory
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
         if key is None:  # counted as the accumulator's append counts it
             self._update(topic, partition, added, limit, len(batch.buf) >= limit)
@@ -209,10 +210,10 @@ class SendPath:
 # The pure class stays reachable (tests run both); the compiled twin takes the name
 # when it was built (see aiokafka_lite.speedups).
 PySendPath = SendPath
-PyBatchCore = BatchCore
-PyPoolCore = PoolCore
+PyProducerBatchBase = ProducerBatchBase
+PyMemoryBudget = MemoryBudget
 _compiled = speedups.compiled_module("_csend_path")
 if _compiled is not None and not TYPE_CHECKING:
     SendPath = _compiled.SendPath
-    BatchCore = _compiled.BatchCore
-    PoolCore = _compiled.PoolCore
+    ProducerBatchBase = _compiled.ProducerBatchBase
+    MemoryBudget = _compiled.MemoryBudget

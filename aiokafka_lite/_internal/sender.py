@@ -226,7 +226,7 @@ class Sender:
         )
         for batch in expired:
             self._expire(batch, now)
-        for batch, error in self._acc.take_broken():
+        for batch, error in self._acc.take_unsendable():
             self._fail_unsendable(batch, error, queued=True)
         if unknown_leader:
             self._metadata.request_update()

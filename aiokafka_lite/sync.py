@@ -28,7 +28,6 @@ import weakref
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
-from types import TracebackType
 from typing import Any, Generic
 
 from ._internal._futures import LazyFuture
@@ -402,12 +401,7 @@ class Producer(Generic[K, V]):
     def __enter__(self) -> Producer[K, V]:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -32,16 +32,12 @@ from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
 from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
 from confluent_kafka import TopicPartition as CkTopicPartition
-from kafka.partitioner.default import (  # type: ignore[import-untyped]
-    murmur2 as kafka_python_murmur2,  # independent murmur2
-)
 
 __all__ = [
     "TIMESTAMP_CREATE_TIME",
     "TIMESTAMP_LOG_APPEND_TIME",
     "TIMESTAMP_NOT_AVAILABLE",
     "ReadRecord",
-    "java_partition",
     "read_all_aiokafka",
     "read_all_confluent",
 ]
@@ -68,12 +64,6 @@ class ReadRecord:
     headers: list[tuple[str, bytes | None]]
     timestamp: int
     timestamp_type: int  # 0 = CreateTime, 1 = LogAppendTime, -1 = not available
-
-
-def java_partition(key: bytes, partitions: int) -> int:
-    """The partition Java's default partitioner picks for ``key``, from kafka-python's
-    murmur2 (another client's, so that a bug in ours cannot agree with itself)."""
-    return (kafka_python_murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def _as_bytes(value: str | bytes | None) -> bytes | None:

@@ -12,7 +12,8 @@ from collections import Counter
 
 import pytest
 from checkout import REPO_ROOT, run_python
-from readers import java_partition, read_all_confluent
+from partition_checks import java_partition
+from readers import read_all_confluent
 
 from aiokafka_lite.embedded import EmbeddedBroker
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 
-from readers import java_partition
+from partition_checks import java_partition
 from scripted_cluster import METADATA, LogCluster, Stored
 from test_faults_checks import Outcome, check_fault_outcome, value
 

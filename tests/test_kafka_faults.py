@@ -37,7 +37,7 @@ from kafka_faults import (
     streaming,
     wait_for,
 )
-from readers import java_partition
+from partition_checks import java_partition
 from test_faults_checks import Outcome, check_errors, outcome_of
 
 from aiokafka_lite import AIOKafkaProducer

@@ -15,7 +15,8 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic as CkNewTopic
 from conftest import TopicFactory
 from faultproxy import FaultProxy
-from readers import ReadRecord, java_partition, read_all_aiokafka, read_all_confluent
+from partition_checks import java_partition
+from readers import ReadRecord, read_all_aiokafka, read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, RecordMetadata, TopicPartition, create_topics
 from aiokafka_lite._internal.accumulator import BATCH_MEMORY, SEND_BOUND, SEND_RECORD_MEMORY

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from conftest import TopicFactory
-from readers import java_partition, read_all_confluent
+from partition_checks import java_partition
+from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, ProducerRecord, RecordMetadata
 from aiokafka_lite.embedded import EmbeddedBroker

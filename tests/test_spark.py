@@ -33,9 +33,10 @@ pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installe
 from confluent_kafka.admin import AdminClient  # noqa: E402
 from conftest import TopicFactory  # noqa: E402
 from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noqa: E402
+from partition_checks import java_partition  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
-from readers import ReadRecord, java_partition, read_all_confluent  # noqa: E402
+from readers import ReadRecord, read_all_confluent  # noqa: E402
 from spark_cluster import (  # noqa: E402
     ARROW_BATCH_ROWS,
     NO_JAVA,

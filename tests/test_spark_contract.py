@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("pyspark", reason="the spark extra is not installed")
 import pyarrow as pa
 from conftest import TopicFactory
+from partition_checks import java_partition
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -27,7 +28,7 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
-from readers import java_partition, read_all_confluent
+from readers import read_all_confluent
 
 from aiokafka_lite.errors import ConfigError
 from aiokafka_lite.spark import (

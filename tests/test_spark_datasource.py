@@ -25,9 +25,10 @@ pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installe
 from confluent_kafka import OFFSET_BEGINNING, Consumer  # noqa: E402
 from confluent_kafka import TopicPartition as CkTopicPartition  # noqa: E402
 from conftest import TopicFactory  # noqa: E402
+from partition_checks import java_partition  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
-from readers import java_partition, read_all_confluent  # noqa: E402
+from readers import read_all_confluent  # noqa: E402
 from spark_cluster import (  # noqa: E402
     ARROW_BATCH_ROWS,
     executor_pids,

@@ -18,7 +18,6 @@ import functools
 import importlib
 import sys
 import warnings
-from types import TracebackType
 from typing import Any
 
 __all__ = ["AiokafkaPatch", "AiokafkaPatchWarning", "patch_aiokafka"]
@@ -59,12 +58,7 @@ class AiokafkaPatch:
     def __enter__(self) -> AiokafkaPatch:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.undo()
 
 

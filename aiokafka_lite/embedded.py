@@ -40,7 +40,6 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Self
 
 from ._internal._processes import HARD_KILL, end_group, log_tail, spawn
@@ -281,23 +280,13 @@ class EmbeddedBroker:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     async def __aenter__(self) -> Self:
         return await self.astart()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.astop()
 
     # ------------------------------------------------------------------ internals

@@ -19,7 +19,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal
 
 from ._internal import aiokafka_arguments, checks, loop_check
 from ._internal.accumulator import RecordAccumulator
@@ -28,6 +28,7 @@ from ._internal.batch_builder import BatchBuilder
 from ._internal.client import NetworkClient
 from ._internal.compression import get_codec
 from ._internal.hand_over import FILLED, NOT_PLAIN, Declined, hand_over
+from ._internal.key_value import K, V
 from ._internal.metadata import Metadata, wait_on_metadata
 from ._internal.partitioner import Partitioner
 from ._internal.placement import RecordPartitioner, RecordPlacement
@@ -58,16 +59,6 @@ __all__ = ["AIOKafkaProducer", "BatchBuilder", "Transaction"]
 
 log = logging.getLogger("aiokafka_lite.producer")
 
-if TYPE_CHECKING:
-    # PEP 696 defaults: a producer built without typed serializers is
-    # AIOKafkaProducer[Any, Any] instead of a type checker's "need annotation".
-    from typing_extensions import TypeVar as _TypeVar
-
-    K = _TypeVar("K", default=Any)
-    V = _TypeVar("V", default=Any)
-else:
-    K = TypeVar("K")
-    V = TypeVar("V")
 
 _NEW, _STARTING, _STARTED, _FAILED, _CLOSING, _CLOSED = range(6)
 

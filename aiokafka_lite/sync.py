@@ -28,10 +28,10 @@ import weakref
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic
 
 from ._internal._futures import LazyFuture
+from ._internal.key_value import K, V
 from ._internal.records import Header
 from .config import ProducerConfig
 from .errors import (
@@ -48,16 +48,6 @@ __all__ = ["Producer"]
 
 log = logging.getLogger("aiokafka_lite.sync")
 
-if TYPE_CHECKING:
-    # PEP 696 defaults, as AIOKafkaProducer's: a producer built without typed serializers
-    # is Producer[Any, Any] instead of a type checker's "need type annotation".
-    from typing_extensions import TypeVar as _TypeVar
-
-    K = _TypeVar("K", default=Any)
-    V = _TypeVar("V", default=Any)
-else:
-    K = TypeVar("K")
-    V = TypeVar("V")
 
 # Records handed to the loop thread but not yet in the producer's buffer are
 # bounded by this many bytes (or buffer_memory, if smaller): enough that the
@@ -411,12 +401,7 @@ class Producer(Generic[K, V]):
     def __enter__(self) -> Producer[K, V]:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -24,9 +24,10 @@ Use :class:`Watch` around a scenario::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "assert_named_failures",
     "assert_no_pending",
     "leftover_tasks",
+    "loop_reports",
     "rss_mb",
 ]
 
@@ -97,6 +99,21 @@ def assert_named_failures(
 
 def assert_bounded_attempts(attempts: int, bound: int, what: str = "connection attempts") -> None:
     assert attempts <= bound, f"{attempts} {what}, more than the bound of {bound}"
+
+
+@contextlib.contextmanager
+def loop_reports() -> Iterator[list[dict[str, Any]]]:
+    """The contexts the running loop's exception handler gets meanwhile (what asyncio would
+    only log: a callback's exception, a failure never retrieved); the handler that was
+    there before is put back after."""
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, ctx: reported.append(ctx))
+    try:
+        yield reported
+    finally:
+        loop.set_exception_handler(previous)
 
 
 def rss_mb() -> float:

@@ -63,7 +63,6 @@ import ctypes
 import glob
 import os
 from collections.abc import Iterable
-from types import TracebackType
 
 __all__ = [
     "API_FETCH",
@@ -254,12 +253,7 @@ class MockCluster:
     def __enter__(self) -> MockCluster:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:

@@ -30,6 +30,7 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from invariants import loop_reports
 from scripted_broker import (
     CLOSE,
     HANG,
@@ -93,16 +94,9 @@ async def scripted(
     An exception escaping ``data_received`` (or any callback) would only be
     logged by asyncio; the handler turns it into a test failure.
     """
-    loop = asyncio.get_running_loop()
-    loop_errors: list[dict[str, Any]] = []
-    old_handler = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _loop, ctx: loop_errors.append(ctx))
-    broker = ScriptedBroker(script, **kwargs)
-    try:
-        async with broker:
+    with loop_reports() as loop_errors:
+        async with ScriptedBroker(script, **kwargs) as broker:
             yield broker
-    finally:
-        loop.set_exception_handler(old_handler)
     assert not loop_errors, f"the event loop reported errors: {loop_errors}"
 
 

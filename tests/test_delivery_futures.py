@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from invariants import loop_reports
 
 from aiokafka_lite._internal import delivery
 from aiokafka_lite.structs import RecordMetadata, TopicPartition
@@ -346,11 +347,7 @@ async def callback_added_in_the_iteration_after_completion(kit: Any) -> list[Any
 
 
 async def callback_raises(kit: Any) -> list[Any]:
-    loop = asyncio.get_running_loop()
-    reported: list[Any] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _, ctx: reported.append(ctx))
-    try:
+    with loop_reports() as reported:
         batch = kit.batch(2)
         f0, f1 = batch.futures
         calls: list[str] = []
@@ -364,8 +361,6 @@ async def callback_raises(kit: Any) -> list[Any]:
         f1.add_done_callback(lambda f: calls.append("f1"))
         batch.complete()
         await settle()
-    finally:
-        loop.set_exception_handler(previous)
     # The context's keys are asyncio's (a handler may read ctx["handle"]).
     return [
         calls,
@@ -516,11 +511,7 @@ async def acks_zero_resolves_to_none(kit: Any) -> list[Any]:
 
 
 async def never_retrieved(kit: Any) -> list[Any]:
-    loop = asyncio.get_running_loop()
-    reported: list[Any] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _, ctx: reported.append(ctx))
-    try:
+    with loop_reports() as reported:
         exc = TimeoutError("no answer")
         batch = kit.batch(2)
         batch.fail(exc)
@@ -528,8 +519,6 @@ async def never_retrieved(kit: Any) -> list[Any]:
         del batch
         gc.collect()
         await settle()
-    finally:
-        loop.set_exception_handler(previous)
     return [
         ("exception was never retrieved" in ctx["message"], repr(ctx["exception"]))
         for ctx in reported

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 from checkout import REPO_ROOT, run_python
-from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
+from partition_checks import java_partition
 from readers import read_all_confluent
 
 from aiokafka_lite.embedded import EmbeddedBroker
@@ -26,12 +26,7 @@ def run_quickstart(*args: str) -> subprocess.CompletedProcess[str]:
 
 def expected_per_partition(count: int) -> dict[int, int]:
     """Where Java's partitioner puts the example's keys ``user-<i % 1000>``."""
-    return dict(
-        Counter(
-            (kafka_python_murmur2(b"user-%d" % (i % 1000)) & 0x7FFFFFFF) % PARTITIONS
-            for i in range(count)
-        )
-    )
+    return dict(Counter(java_partition(b"user-%d" % (i % 1000), PARTITIONS) for i in range(count)))
 
 
 def parse_output(out: str) -> tuple[int, dict[int, int]]:
@@ -57,7 +52,7 @@ def test_quickstart_runs_with_one_command() -> None:
     )
     assert first is not None, out
     # The first record's key alone decides its partition.
-    assert int(first[1]) == (kafka_python_murmur2(b"greeting") & 0x7FFFFFFF) % PARTITIONS
+    assert int(first[1]) == java_partition(b"greeting", PARTITIONS)
     delivered, counts = parse_output(out)
     assert delivered == 100_000
     assert counts == expected_per_partition(100_000)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kafka.partitioner.default import murmur2  # type: ignore[import-untyped]
+from partition_checks import java_partition
 from scripted_cluster import METADATA, LogCluster, Stored
 from test_faults_checks import Outcome, check_fault_outcome, value
 
@@ -29,10 +29,6 @@ TOPIC = "growing"
 def key_of(i: int) -> bytes | None:
     """Even records are keyed (50 keys), odd ones keyless."""
     return None if i % 2 else f"key-{i % 50}".encode()
-
-
-def murmur2_partition(key: bytes, partitions: int) -> int:
-    return int(murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 async def test_keyless_and_keyed_records_follow_added_partitions() -> None:
@@ -73,7 +69,7 @@ async def test_keyless_and_keyed_records_follow_added_partitions() -> None:
         k = key_of(i)
         count = 2 if i < grown_at else 4
         if k is not None:
-            assert md.partition == murmur2_partition(k, count), (i, md.partition)
+            assert md.partition == java_partition(k, count), (i, md.partition)
         else:
             assert md.partition < count
     keyless_after = {md.partition for i, md in outcome.acked.items() if i >= grown_at and i % 2}

@@ -27,7 +27,6 @@ reports its own placement.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import statistics
 import tempfile
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import pytest
 from kafka_cluster import KafkaCluster, missing_reason
+from partition_checks import run_lengths
 from readers import ReadRecord, read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer
@@ -152,12 +152,7 @@ def sticky_runs(records: Sequence[ReadRecord]) -> tuple[list[int], list[int]]:
     -> (lengths of the runs of consecutive records on one partition, records per partition)."""
     order = sorted(records, key=lambda r: int((r.value or b"")[:8]))
     assert [int((r.value or b"")[:8]) for r in order] == list(range(RECORDS))
-    runs = [1]
-    for before, after in itertools.pairwise(order):
-        if after.partition == before.partition:
-            runs[-1] += 1
-        else:
-            runs.append(1)
+    runs = run_lengths(r.partition for r in order)
     counts = [sum(1 for r in records if r.partition == p) for p in range(PARTITIONS)]
     return runs, counts
 

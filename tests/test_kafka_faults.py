@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from invariants import Watch
-from kafka.partitioner.default import murmur2  # type: ignore[import-untyped]
 from kafka_cluster import KafkaCluster
 from kafka_faults import (
     FAULT_MARKS,
@@ -38,6 +37,7 @@ from kafka_faults import (
     streaming,
     wait_for,
 )
+from partition_checks import java_partition
 from test_faults_checks import Outcome, check_errors, outcome_of
 
 from aiokafka_lite import AIOKafkaProducer
@@ -231,7 +231,7 @@ async def test_partitions_added_mid_stream(healthy: KafkaCluster) -> None:
         k = key_of(i)
         if k is not None and (i < before or i >= grown_at):
             count = 2 if i < before else 4
-            assert md.partition == (murmur2(k) & 0x7FFFFFFF) % count, (i, md.partition)
+            assert md.partition == java_partition(k, count), (i, md.partition)
     keyless_new = {md.partition for i, md in outcome.acked.items() if i >= grown_at and i % 2}
     assert keyless_new & {2, 3}, f"keyless records never reached a new partition: {keyless_new}"
 

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic as CkNewTopic
 from conftest import TopicFactory
 from faultproxy import FaultProxy
-from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
+from partition_checks import java_partition
 from readers import ReadRecord, read_all_aiokafka, read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, RecordMetadata, TopicPartition, create_topics
@@ -29,10 +29,6 @@ from aiokafka_lite.errors import (
     RecordTooLargeError,
     SerializationError,
 )
-
-
-def java_partition(key: bytes, n: int) -> int:
-    return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
 
 
 async def test_round_trip_read_back_by_two_independent_consumers(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import TopicFactory
-from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # independent murmur2
+from partition_checks import java_partition
 from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, ProducerRecord, RecordMetadata
@@ -23,10 +23,6 @@ from aiokafka_lite.errors import (
     SerializationError,
 )
 from aiokafka_lite.structs import DeliveryReport, DeliverySegment, TopicPartition
-
-
-def java_partition(key: bytes, n: int) -> int:
-    return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
 
 
 async def test_records_land_where_the_report_says_in_call_order(

@@ -32,8 +32,8 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
 from confluent_kafka.admin import AdminClient  # noqa: E402
 from conftest import TopicFactory  # noqa: E402
-from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E402
 from mockcluster import API_PRODUCE, ERR_NOT_ENOUGH_REPLICAS, MockCluster  # noqa: E402
+from partition_checks import java_partition  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import ReadRecord, read_all_confluent  # noqa: E402
@@ -63,10 +63,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_600_000_000_000  # ms: record timestamps taken from a column
-
-
-def java_partition(key: bytes, n: int) -> int:
-    return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
 
 
 def test_executors_are_separate_processes_running_this_interpreter(

@@ -14,7 +14,6 @@ reads both back with confluent-kafka.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import random
 import time
@@ -29,6 +28,7 @@ import pyarrow as pa
 from conftest import TopicFactory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from partition_checks import run_lengths
 from readers import read_all_confluent
 
 from aiokafka_lite import speedups
@@ -359,12 +359,6 @@ def test_keyless_rows_move_on_as_javas_producer_does(seed: int) -> None:
             outcomes.append(asyncio.run(write_all(make_plan(False), batches, producer, compiled)))
     for sent, error, rows_sent, *_ in outcomes:
         assert error is None and rows_sent == 400
-        parts = [p for _, p, _ in sent]
-        runs = [1]
-        for before, after in itertools.pairwise(parts):
-            if before == after:
-                runs[-1] += 1
-            else:
-                runs.append(1)
+        runs = run_lengths(p for _, p, _ in sent)
         assert len(runs) > 5 and all(r % 2 == 0 for r in runs[:-1]), runs
     assert outcomes[-1] == outcomes[0]

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("pyspark", reason="the spark extra is not installed")
 import pyarrow as pa
 from conftest import TopicFactory
-from kafka.partitioner.default import murmur2 as kafka_python_murmur2
+from partition_checks import java_partition
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -262,10 +262,6 @@ def test_exactly_once_options_are_checked_at_the_call() -> None:
 
 
 # -- the task write path, fed Arrow directly ----------------------------------------------
-
-
-def java_partition(key: bytes, n: int) -> int:
-    return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
 
 
 def test_task_writes_rows_where_the_columns_say(

@@ -25,7 +25,7 @@ pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installe
 from confluent_kafka import OFFSET_BEGINNING, Consumer  # noqa: E402
 from confluent_kafka import TopicPartition as CkTopicPartition  # noqa: E402
 from conftest import TopicFactory  # noqa: E402
-from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # noqa: E402
+from partition_checks import java_partition  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as sf  # noqa: E402
 from readers import read_all_confluent  # noqa: E402
@@ -50,10 +50,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 @pytest.fixture(scope="module", autouse=True)
 def registered(spark: SparkSession) -> None:
     spark.dataSource.register(KafkaDataSource)
-
-
-def java_partition(key: bytes, n: int) -> int:
-    return (kafka_python_murmur2(key) & 0x7FFFFFFF) % n
 
 
 def save(df: DataFrame, bootstrap: str, summary: Path, **options: str) -> WriteSummary:

@@ -21,7 +21,6 @@ their sizes, do not depend on the clock.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import time
 from collections import deque
@@ -30,6 +29,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from partition_checks import run_lengths
 
 from aiokafka_lite import speedups
 from aiokafka_lite._internal import partitioner, send_path
@@ -236,11 +236,6 @@ def test_full_batches_move_the_topic_every_second_batch(
     ops = [("send", 100)] * 400
     picked = asyncio.run(ours(path_cls, 1000, 1000, 1, ops))
     assert picked == javas(1000, 1000, 1, ops)
-    runs = [1]
-    for before, after in itertools.pairwise(picked):
-        if after == before:
-            runs[-1] += 1
-        else:
-            runs.append(1)
+    runs = run_lengths(picked)
     # Two batches per move (of 1,000 partitions, this seed's draws never repeat one).
     assert set(runs[:-1]) == {2 * per_batch}

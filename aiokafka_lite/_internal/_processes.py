@@ -34,23 +34,21 @@ def spawn(
     O_APPEND: the child's writes always land at the end, and :func:`log_tail` reads through
     a handle of its own, so nothing shares a file offset with the child.
     """
+    # A new session on POSIX (its own process group: killpg reaches all of it), a new
+    # process group on Windows.
+    if sys.platform == "win32":
+        flags, new_session = subprocess.CREATE_NEW_PROCESS_GROUP, False
+    else:
+        flags, new_session = 0, True
     with open(log, "ab") as out:
-        if sys.platform == "win32":
-            return subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=dict(env),
-                creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
-            )
         return subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             env=dict(env),
-            start_new_session=True,  # its own process group: killpg reaches all of it
+            creationflags=flags,
+            start_new_session=new_session,
         )
 
 

@@ -7,6 +7,8 @@ the topic and partition and the number of records, and keeps what led to it as i
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from ..errors import (
     BrokerResponseError,
     DeliveryOutcomeUnknownError,
@@ -17,7 +19,15 @@ from ..errors import (
 )
 from .producer_batch import ProducerBatch
 
+E = TypeVar("E", bound=KafkaError)
+
 __all__ = ["aborted", "attach_tp", "expired", "outcome_unknown", "unsendable"]
+
+
+def _because(error: E, cause: BaseException | None) -> E:
+    """``error``, with ``cause`` (what led to it) as its ``__cause__``."""
+    error.__cause__ = cause
+    return error
 
 
 def _where(batch: ProducerBatch) -> str:
@@ -29,43 +39,45 @@ def expired(
     batch: ProducerBatch, now: float, delivery_timeout_ms: int, cause: BaseException | None
 ) -> KafkaTimeoutError:
     """Past delivery_timeout_ms; ``cause`` is what kept the batch from delivery, if known."""
-    error = KafkaTimeoutError(
-        f"{_where(batch)} expired: {(now - batch.created) * 1000:.0f} ms since the batch "
-        f"was created is past delivery_timeout_ms ({delivery_timeout_ms})"
-        + ("" if cause is None else f"; last error: {cause}")
+    return _because(
+        KafkaTimeoutError(
+            f"{_where(batch)} expired: {(now - batch.created) * 1000:.0f} ms since the batch "
+            f"was created is past delivery_timeout_ms ({delivery_timeout_ms})"
+            + ("" if cause is None else f"; last error: {cause}")
+        ),
+        cause,
     )
-    error.__cause__ = cause
-    return error
 
 
 def outcome_unknown(batch: ProducerBatch, cause: KafkaError, retries: int) -> KafkaError:
     """Its requests got no usable answer (it may be written) and its retries are used up."""
-    error = DeliveryOutcomeUnknownError(
-        f"{_where(batch)} may or may not have been written: a request carrying them got "
-        f"no usable answer ({cause}), and its retries (retries={retries}) are used up"
+    return _because(
+        DeliveryOutcomeUnknownError(
+            f"{_where(batch)} may or may not have been written: a request carrying them got "
+            f"no usable answer ({cause}), and its retries (retries={retries}) are used up"
+        ),
+        cause,
     )
-    error.__cause__ = cause
-    return error
 
 
 def aborted(batch: ProducerBatch, cause: BaseException) -> PartitionAbortedError:
     """Not sent: an earlier batch of the partition failed (fail_partition_on_error)."""
-    error = PartitionAbortedError(
-        f"{_where(batch)} not sent: an earlier record of the partition failed ({cause})"
+    return _because(
+        PartitionAbortedError(
+            f"{_where(batch)} not sent: an earlier record of the partition failed ({cause})"
+        ),
+        cause,
     )
-    error.__cause__ = cause
-    return error
 
 
 def unsendable(batch: ProducerBatch, cause: Exception) -> KafkaError:
     """The batch could not be put on the wire (closing it or encoding its request raised)."""
     if isinstance(cause, KafkaError):
         return attach_tp(cause, batch)
-    error = RequestEncodingError(
-        f"{_where(batch)} could not be sent: {type(cause).__name__}: {cause}"
+    return _because(
+        RequestEncodingError(f"{_where(batch)} could not be sent: {type(cause).__name__}: {cause}"),
+        cause,
     )
-    error.__cause__ = cause
-    return error
 
 
 def attach_tp(error: KafkaError, batch: ProducerBatch) -> KafkaError:
@@ -73,6 +85,4 @@ def attach_tp(error: KafkaError, batch: ProducerBatch) -> KafkaError:
     if isinstance(error, BrokerResponseError):
         return error
     topic, partition = batch.queue.tp
-    wrapped = type(error)(f"{error} (while sending to {topic}[{partition}])")
-    wrapped.__cause__ = error
-    return wrapped
+    return _because(type(error)(f"{error} (while sending to {topic}[{partition}])"), error)

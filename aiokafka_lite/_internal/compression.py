@@ -110,6 +110,7 @@ import struct
 import threading
 import zlib
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from types import ModuleType
 from typing import Final
 
@@ -350,31 +351,21 @@ def _make_zstd(lib: ModuleType) -> Callable[[int | None], Compressor]:
     return make
 
 
+@dataclass(frozen=True, slots=True)
 class _Spec:
-    __slots__ = ("default", "extra", "factory", "id", "library", "max", "min", "module", "name")
+    """A codec: its name and wire id, its levels (default, min, max), the module that
+    implements it and the pip extra that installs it (None, None: the standard library's)."""
 
-    def __init__(
-        self,
-        name: str,
-        id: int,
-        default: int | None,
-        min: int | None,
-        max: int | None,
-        *,
-        module: str | None,
-        library: str,
-        extra: str | None,
-        factory: Callable[[ModuleType], Callable[[int | None], Compressor]] | None = None,
-    ) -> None:
-        self.name = name
-        self.id = id
-        self.default = default
-        self.min = min
-        self.max = max
-        self.module = module
-        self.library = library
-        self.extra = extra
-        self.factory = factory
+    name: str
+    id: int
+    default: int | None
+    min: int | None
+    max: int | None
+    _: KW_ONLY
+    module: str | None
+    library: str
+    extra: str | None
+    factory: Callable[[ModuleType], Callable[[int | None], Compressor]] | None = None
 
 
 _SPECS: Final = {

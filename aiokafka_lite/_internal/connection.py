@@ -18,6 +18,7 @@ import ssl
 import struct
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from .._version import __version__
@@ -70,23 +71,16 @@ R = TypeVar("R", bound=Response)
 Spawn = Callable[..., "Handle[Any]"]
 
 
+@dataclass(slots=True, eq=False)
 class _InFlight(Generic[R]):
-    __slots__ = ("correlation_id", "future", "request_cls", "sent_at", "timer", "version")
+    """A request sent and not answered yet, and its timeout (``timer``)."""
 
-    def __init__(
-        self,
-        correlation_id: int,
-        request_cls: type[Request],
-        version: int,
-        future: asyncio.Future[Any],
-        sent_at: float,
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.request_cls = request_cls
-        self.version = version
-        self.future = future
-        self.sent_at = sent_at
-        self.timer: asyncio.TimerHandle | None = None
+    correlation_id: int
+    request_cls: type[Request]
+    version: int
+    future: asyncio.Future[Any]
+    sent_at: float
+    timer: asyncio.TimerHandle | None = None
 
 
 class BrokerConnection(asyncio.Protocol):

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic
 
 from ..structs import DeliveryReport, RecordMetadata
 from . import bulk_send
 from .batch_builder import BatchBuilder
+from .key_value import K, V
 
 if TYPE_CHECKING:
     from .accumulator import RecordAccumulator
@@ -25,15 +26,6 @@ if TYPE_CHECKING:
     from .placement import RecordPartitioner, RecordPlacement
 
 __all__ = ["ProducerBulk"]
-
-if TYPE_CHECKING:
-    from typing_extensions import TypeVar as _TypeVar
-
-    K = _TypeVar("K", default=Any)
-    V = _TypeVar("V", default=Any)
-else:
-    K = TypeVar("K")
-    V = TypeVar("V")
 
 
 class ProducerBulk(Generic[K, V]):

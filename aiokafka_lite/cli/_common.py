@@ -45,6 +45,19 @@ _RICH_HINT = (
 )
 
 
+def add_command(sub: Any, name: str, help: str, description: str) -> argparse.ArgumentParser:
+    """Subcommand ``name``'s parser: its ``--help`` shows ``description`` as written (line
+    breaks kept), then the exit codes every command shares."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
 class CliError(Exception):
     """An error to print as one line, exiting with ``exit_code``."""
 

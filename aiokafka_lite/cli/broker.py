@@ -8,7 +8,7 @@ import threading
 from types import FrameType
 from typing import Any
 
-from ._common import EXIT_CODES, EXIT_OK, CliError, say
+from ._common import EXIT_OK, CliError, add_command, say
 
 __all__ = ["add_parser", "run"]
 
@@ -28,12 +28,11 @@ Two traps of this broker (not of a Kafka cluster):
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "broker",
-        help="run an embedded (in-memory) broker for local development",
-        description=BROKER_DESCRIPTION,
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run an embedded (in-memory) broker for local development",
+        BROKER_DESCRIPTION,
     )
     p.add_argument("--host", default="127.0.0.1", help="listen address (default: 127.0.0.1)")
     p.add_argument("--port", type=int, help="listen port (default: a free one)")

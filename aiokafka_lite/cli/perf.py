@@ -22,11 +22,11 @@ from ..errors import KafkaError
 from ..producer import AIOKafkaProducer
 from ..structs import RecordMetadata
 from ._common import (
-    EXIT_CODES,
     EXIT_FAILED,
     EXIT_OK,
     CliError,
     add_bootstrap,
+    add_command,
     add_producer_options,
     cluster,
     producer_options,
@@ -66,12 +66,11 @@ class _Stats:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "perf",
-        help="measure producer throughput and latency (like kafka-producer-perf-test)",
-        description=(__doc__ or "").replace("``", ""),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "measure producer throughput and latency (like kafka-producer-perf-test)",
+        (__doc__ or "").replace("``", ""),
     )
     add_bootstrap(p, embedded=True)
     p.add_argument("--topic", default="perf-test", help="the topic to send to (default: perf-test)")

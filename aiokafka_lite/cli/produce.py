@@ -37,12 +37,12 @@ from ..errors import KafkaError
 from ..producer import AIOKafkaProducer
 from ..structs import RecordMetadata
 from ._common import (
-    EXIT_CODES,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     CliError,
     add_bootstrap,
+    add_command,
     add_producer_options,
     key_value,
     need_bootstrap,
@@ -112,12 +112,11 @@ class Outcome:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "produce",
-        help="send lines or JSON records from stdin or a file to a topic",
-        description=(__doc__ or "").replace("``", ""),
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "send lines or JSON records from stdin or a file to a topic",
+        (__doc__ or "").replace("``", ""),
     )
     p.add_argument("topic", help="the topic to send to")
     add_bootstrap(p)

@@ -9,12 +9,12 @@ from .._internal.cluster import Node
 from ..admin import NewTopic, TopicDescription, create_topics, describe_topics, list_topics
 from ..errors import BrokerResponseError, KafkaError, TopicAlreadyExistsError
 from ._common import (
-    EXIT_CODES,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     CliError,
     add_bootstrap,
+    add_command,
     cluster_failure,
     key_value,
     rich_module,
@@ -25,12 +25,11 @@ __all__ = ["add_parser"]
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "topics",
-        help="list, create or describe topics",
-        description="List, create or describe the cluster's topics.",
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "list, create or describe topics",
+        "List, create or describe the cluster's topics.",
     )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, help_text in (
@@ -38,13 +37,7 @@ def add_parser(sub: Any) -> None:
         ("create", "create topics"),
         ("describe", "partitions, leaders, replicas and in-sync replicas"),
     ):
-        a = actions.add_parser(
-            name,
-            help=help_text,
-            description=help_text[0].upper() + help_text[1:] + ".",
-            epilog=EXIT_CODES,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        a = add_command(actions, name, help_text, help_text[0].upper() + help_text[1:] + ".")
         add_bootstrap(a, required=True)
         a.add_argument(
             "--timeout-ms",

@@ -27,7 +27,6 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 
 from .._internal._processes import end_group, log_tail, spawn
 
@@ -135,12 +134,7 @@ class StandaloneCluster:
     def __enter__(self) -> StandaloneCluster:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- what runs ------------------------------------------------------------------

@@ -19,10 +19,11 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .._internal import aiokafka_arguments, bulk_send, checks
 from .._internal.bulk_delivery import BulkDelivery
+from .._internal.key_value import K, V
 from .._internal.placement import RecordPlacement
 from .._internal.records import Header
 from .._internal.tasks import BackgroundTasks
@@ -43,18 +44,10 @@ from .mock_parts import (
 )
 
 if TYPE_CHECKING:
-    from typing_extensions import TypeVar as _TypeVar
-
     from .._internal.batch_builder import BatchBuilder
     from .._internal.metadata import Metadata
     from .._internal.runtime import Runtime
     from .._internal.sender import Sender
-
-    K = _TypeVar("K", default=Any)
-    V = _TypeVar("V", default=Any)
-else:
-    K = TypeVar("K")
-    V = TypeVar("V")
 
 __all__ = ["MockProducer"]
 

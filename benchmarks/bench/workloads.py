@@ -77,7 +77,8 @@ starts) and :class:`WorkerSpec`, what one worker process is told to run.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 VALUE_SIZE = 100
 
@@ -205,43 +206,54 @@ def size_label(size: int) -> str:
     return f"{size // 1024}KB" if size >= 1024 else f"{size}B"
 
 
+def extra_row(base: Workload, suffix: str, title: str, group: str, **changes: Any) -> Workload:
+    """A row of ``base`` run only when asked for (by ``group``): its runner, N and clients,
+    with ``changes`` (e.g. no keys)."""
+    return replace(
+        base,
+        id=f"{base.id}/{suffix}",
+        title=f"{base.title}, {title}",
+        kind=base.id,
+        group=group,
+        extra=True,
+        **changes,
+    )
+
+
 def size_workloads() -> list[Workload]:
     """W1 at several value sizes; N scaled to move about the same bytes, capped at W1's N."""
     out = []
     for size in SIZES:
         records = max(100, min(200_000, SIZES_BYTES // size))
         quick = max(50, min(30_000, SIZES_QUICK_BYTES // size))
-        title = f"per-record await, {size_label(size)} values"
         out.append(
-            Workload(
-                f"W1/{size_label(size)}",
-                title,
-                records,
-                quick,
-                ALL_CLIENTS,
-                kind="W1",
-                group="sizes",
-                extra=True,
+            extra_row(
+                _W1,
+                size_label(size),
+                f"{size_label(size)} values",
+                "sizes",
+                records=records,
+                quick_records=quick,
+                clients=ALL_CLIENTS,
                 value_size=size,
             )
         )
     return out
 
 
+# N: runs of several seconds for the Python clients (shorter ones measure noise).
+_W1 = Workload("W1", "per-record await", 400_000, 30_000, (*ALL_CLIENTS, JAVA))
+_W3 = Workload(
+    "W3",
+    "batch API",
+    1_000_000,  # ~1-3 s per client: shorter runs measure start-up and noise
+    30_000,
+    ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent", JAVA),
+)
+
 WORKLOAD_LIST: list[Workload] = [
-    # N: runs of several seconds for the Python clients (shorter ones measure noise).
-    Workload("W1", "per-record await", 400_000, 30_000, (*ALL_CLIENTS, JAVA)),
-    Workload(
-        "W1/keyless",
-        "per-record await, keyless",
-        400_000,
-        30_000,
-        (*ALL_CLIENTS, JAVA),
-        kind="W1",
-        group="keyless",
-        extra=True,
-        keyed=False,
-    ),
+    _W1,
+    extra_row(_W1, "keyless", "keyless", "keyless", keyed=False),
     Workload(
         "W1/unique",
         "per-record await, a distinct key per record",
@@ -260,35 +272,9 @@ WORKLOAD_LIST: list[Workload] = [
         quick_caps=(("confluent-aio", 2_000),),
         caps=(("confluent-aio", 20_000),),  # ~1,000 records/s: see W2 above
     ),
-    Workload(
-        "W3",
-        "batch API",
-        1_000_000,  # ~1-3 s per client: shorter runs measure start-up and noise
-        30_000,
-        ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent", JAVA),
-    ),
-    Workload(
-        "W3/keyless",
-        "batch API, keyless",
-        1_000_000,
-        30_000,
-        ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent", JAVA),
-        kind="W3",
-        group="keyless",
-        extra=True,
-        keyed=False,
-    ),
-    Workload(
-        "W3/idem",
-        "batch API, idempotent",
-        1_000_000,
-        30_000,
-        ("aiokafka_lite", "aiokafka_lite[send_many]", "aiokafka", "confluent", JAVA),
-        kind="W3",
-        group="idempotence",
-        extra=True,
-        idempotence=True,
-    ),
+    _W3,
+    extra_row(_W3, "keyless", "keyless", "keyless", keyed=False),
+    extra_row(_W3, "idem", "idempotent", "idempotence", idempotence=True),
     Workload(
         "W3/1MB",
         "batch API, 1 MB batches for every client",

@@ -340,15 +340,24 @@ async def test_producers_with_more_to_do_per_record_have_no_fast_path(
 
 
 async def test_keyless_records_take_the_fast_path_to_the_sticky_partition(
-    bootstrap: str, topic_factory: TopicFactory
+    bootstrap: str, topic_factory: TopicFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A keyless record goes where the general path would put it: the topic's sticky
     partition, which moves on by Java's rule (batch_size bytes and a full batch, or twice
     batch_size). Two producers with the same sticky choices (seeded), one without a fast
     path, place every record alike; confluent-kafka reads each record back from its
     partition. No batch leaves by linger before the flush: a batch sent early would
-    move the topic on at once, which depends on timing (as in Java)."""
+    move the topic on at once, which depends on timing (as in Java).
+
+    The clock stands still (both paths read time.time): a record's bytes, which the rule
+    counts, hold its timestamp's delta from its batch's first record as a varint (one
+    byte under 64 ms, two from 64 ms), so a pause of one producer (a loaded machine)
+    would count a byte more there and move its topic a record later, as Java's would.
+    The senders still take full batches during the sends (at each producer's hand-over,
+    at different moments): a batch sent and a full one still queued count alike."""
     fast_topic, general_topic = topic_factory(4), topic_factory(4)
+    now = time.time()  # (a real time: the broker checks timestamps against its clock)
+    monkeypatch.setattr(time, "time", lambda: now)
     values = [bytes([65 + i % 26]) * (i % 200) for i in range(4_000)]
     placed: dict[str, list[int]] = {}
     async with (

@@ -351,10 +351,12 @@ async def test_keyless_records_take_the_fast_path_to_the_sticky_partition(
 
     The clock stands still (both paths read time.time): a record's bytes, which the rule
     counts, hold its timestamp's delta from its batch's first record as a varint (one
-    byte under 64 ms, two from 64 ms), so a pause of one producer (a loaded machine)
-    would count a byte more there and move its topic a record later, as Java's would.
-    The senders still take full batches during the sends (at each producer's hand-over,
-    at different moments): a batch sent and a full one still queued count alike."""
+    byte under 64 ms, two from 64 ms), so a pause in one producer's sends (a loaded
+    machine, or its sender's turn at a hand-over) would count a byte more there and move
+    its topic a record later, as Java's would.
+    The senders may still take full batches during the sends (at each producer's
+    hand-overs, at moments that differ): a batch sent and a full one still queued count
+    alike."""
     fast_topic, general_topic = topic_factory(4), topic_factory(4)
     now = time.time()  # (a real time: the broker checks timestamps against its clock)
     monkeypatch.setattr(time, "time", lambda: now)

@@ -43,7 +43,7 @@ def accumulator(buffer_memory: int, batch_size: int = 1000) -> RecordAccumulator
 
 def hold(acc: RecordAccumulator, value_size: int) -> ProducerBatch:
     """Append one record to partition 0 and take its batch as the sender would."""
-    assert acc.append("t", 0, TS, None, b"x" * value_size, None, value_size + 100) is not None
+    assert acc.try_append("t", 0, TS, None, b"x" * value_size, None, value_size + 100) is not None
     q = acc.queue_for("t", 0)
     (batch,) = acc.drain([q], 1 << 20)
     return batch
@@ -61,14 +61,14 @@ async def waiting(acc: RecordAccumulator, n: int) -> None:
     assert acc.waiting_for_memory == n
 
 
-async def test_memory_reserved_but_unused_by_append_wait_goes_to_the_next_waiter() -> None:
+async def test_memory_reserved_but_unused_by_append_goes_to_the_next_waiter() -> None:
     acc = accumulator(LIMIT)
     held = hold(acc, 1400)
     # The first waiter reserves a loose upper bound (1000) for a small record;
     # the second needs 1100, which fits as soon as the first gives back its rest.
-    first = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 1000, 5))
+    first = asyncio.create_task(acc.append("t", 1, TS, None, b"a", None, 1000, 5))
     await waiting(acc, 1)
-    second = asyncio.create_task(acc.append_wait("t", 2, TS, None, b"b", None, 1100, 5))
+    second = asyncio.create_task(acc.append("t", 2, TS, None, b"b", None, 1100, 5))
     await waiting(acc, 2)
     deliver(acc, held)
     await asyncio.wait_for(first, 2)
@@ -77,22 +77,20 @@ async def test_memory_reserved_but_unused_by_append_wait_goes_to_the_next_waiter
     assert acc.used <= acc.limit
 
 
-async def test_memory_reserved_but_unused_by_append_many_goes_to_the_next_waiter() -> None:
+async def test_memory_reserved_but_unused_by_append_run_goes_to_the_next_waiter() -> None:
     # Batches of BATCH_MEMORY + 1000 bytes; a large record held takes the room of the
     # waiter below and of a whole batch.
     acc = accumulator(LIMIT + BATCH_MEMORY, batch_size=BATCH_MEMORY + 1000)
     held = hold(acc, BATCH_MEMORY + 1400)
-    blocked = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 600, 5))
+    blocked = asyncio.create_task(acc.append("t", 1, TS, None, b"a", None, 600, 5))
     await waiting(acc, 1)
     delivery = BulkDelivery(acc.create_future(), "t", 1)
-    # Behind a waiter, append_many reserves a whole batch for one small record.
+    # Behind a waiter, append_run reserves a whole batch for one small record.
     bulk = asyncio.create_task(
-        acc.append_many(
-            "t", 2, TS, [None], [b"small"], [0], delivery, deadline=time.monotonic() + 5
-        )
+        acc.append_run("t", 2, TS, [None], [b"small"], [0], delivery, deadline=time.monotonic() + 5)
     )
     await waiting(acc, 2)
-    last = asyncio.create_task(acc.append_wait("t", 3, TS, None, b"b", None, 500, 5))
+    last = asyncio.create_task(acc.append("t", 3, TS, None, b"b", None, 500, 5))
     await waiting(acc, 3)
     deliver(acc, held)  # grants 600 + 1000; 500 more does not fit yet
     await asyncio.wait_for(blocked, 2)
@@ -103,12 +101,12 @@ async def test_memory_reserved_but_unused_by_append_many_goes_to_the_next_waiter
 
 async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> None:
     # batch_size 200 and 50 records of ~60 bytes: several batches, and
-    # append_many yields after each one fills.
+    # append_run yields after each one fills.
     acc = accumulator(1 << 20, batch_size=200)
     delivery = BulkDelivery(acc.create_future(), "t", 50)
     values: list[bytes | None] = [b"v" * 50] * 50
     bulk = asyncio.create_task(
-        acc.append_many(
+        acc.append_run(
             "t",
             0,
             TS,
@@ -119,7 +117,7 @@ async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> 
             deadline=time.monotonic() + 5,
         )
     )
-    await asyncio.sleep(0)  # append_many fills the first batch and yields
+    await asyncio.sleep(0)  # append_run fills the first batch and yields
     assert not bulk.done()
     stopped = KafkaTimeoutError("the producer was stopped")
     aborted = acc.abort_undrained(stopped)  # what Sender.stop does once its timeout is up
@@ -135,10 +133,10 @@ async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> 
     assert not acc.has_incomplete() and acc.used == 0
 
 
-async def test_append_wait_refuses_after_the_accumulator_is_shut_down() -> None:
+async def test_append_refuses_after_the_accumulator_is_shut_down() -> None:
     acc = accumulator(LIMIT)
     held = hold(acc, 1400)
-    waiter = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 1000, 5))
+    waiter = asyncio.create_task(acc.append("t", 1, TS, None, b"a", None, 1000, 5))
     await waiting(acc, 1)
     deliver(acc, held)  # grants the waiter; it has not run yet
     stopped = KafkaTimeoutError("the producer was stopped")
@@ -162,16 +160,16 @@ async def test_a_learned_compression_ratio_sizes_every_partitions_next_batch() -
         compress=codec.compressor(None),
         codec_id=codec.id,
     )
-    assert acc.append("t", 0, TS, None, b"a", None, 200) is not None
+    assert acc.try_append("t", 0, TS, None, b"a", None, 200) is not None
     open_batch = acc.queue_for("t", 0).batches[-1]
     acc.observe_compression("t", raw=10_000, compressed=2_000)  # 5:1
     expected = int(1000 / (0.2 * 1.05))  # batch_size / (ratio with Java's 5% margin)
     # A partition never used before, and one whose open batch is taken: their
     # next batches may hold that much uncompressed.
-    assert acc.append("t", 1, TS, None, b"b", None, 200) is not None
+    assert acc.try_append("t", 1, TS, None, b"b", None, 200) is not None
     assert acc.queue_for("t", 1).batch_limit == expected
     open_batch.full = True
-    assert acc.append("t", 0, TS, None, b"c", None, 200) is not None
+    assert acc.try_append("t", 0, TS, None, b"c", None, 200) is not None
     assert acc.queue_for("t", 0).batches[-1] is not open_batch
     assert acc.queue_for("t", 0).batch_limit == expected
     # Another topic has learned nothing: ratio 1.0, with the margin.

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ..structs import DeliveryReport, RecordMetadata
 from . import bulk_send
 from .batch_builder import BatchBuilder
+from .hand_over import pass_on
 
 if TYPE_CHECKING:
     from .accumulator import RecordAccumulator
@@ -94,7 +95,7 @@ class ProducerBulk(Generic[K, V]):
         fut = await self._acc.append_built(topic, partition, builder, self._max_block)
         # A yield per batch lets the sender ship it while the caller builds the
         # next one, instead of after a whole loop of batches.
-        await asyncio.sleep(0)
+        await pass_on(self._acc, self._acc.wakeup)
         return fut
 
     async def send_many(

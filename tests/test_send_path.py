@@ -340,14 +340,17 @@ async def test_producers_with_more_to_do_per_record_have_no_fast_path(
 
 
 async def test_keyless_records_take_the_fast_path_to_the_sticky_partition(
-    bootstrap: str, topic_factory: TopicFactory
+    bootstrap: str, topic_factory: TopicFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A keyless record goes where the general path would put it: the topic's sticky
     partition, which moves on by Java's rule (batch_size bytes and a full batch, or twice
     batch_size). Two producers with the same sticky choices (seeded), one without a fast
     path, place every record alike; confluent-kafka reads each record back from its
     partition. No batch leaves by linger before the flush: a batch sent early would
-    move the topic on at once, which depends on timing (as in Java)."""
+    move the topic on at once, which depends on timing (as in Java). ``time.time`` is
+    fixed too: a record's timestamp delta is part of its size, so that a slow moment (a
+    loaded machine) would otherwise fill a batch a record early and move the topic."""
+    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.123)
     fast_topic, general_topic = topic_factory(4), topic_factory(4)
     values = [bytes([65 + i % 26]) * (i % 200) for i in range(4_000)]
     placed: dict[str, list[int]] = {}

@@ -9,7 +9,9 @@ between two batches). The end-to-end behaviour is in test_send_many.py.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
+from typing import Any
 
 import pytest
 
@@ -21,6 +23,9 @@ from aiokafka_lite._internal.accumulator import (
     RecordAccumulator,
 )
 from aiokafka_lite._internal.compression import get_codec
+from aiokafka_lite._internal.placement import RecordPlacement
+from aiokafka_lite._internal.records import MAX_RECORD_OVERHEAD
+from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.errors import DeliveryFailedError, KafkaTimeoutError
 
 TS = 1_700_000_000_000
@@ -179,3 +184,55 @@ async def test_a_learned_compression_ratio_sizes_every_partitions_next_batch() -
 def soon() -> float:
     """A deadline (monotonic clock) that these tests never reach."""
     return time.monotonic() + 5
+
+
+class Partitions:
+    """What the keyless placement reads of the metadata: ``n`` partitions, all up."""
+
+    def __init__(self, topic: str, n: int) -> None:
+        self.partitions_by_topic = {topic: tuple(range(n))}
+        self.cluster = self
+        self.available_partitions_by_topic = {topic: list(range(n))}
+
+
+@pytest.mark.parametrize("door", ["send", "send_many"])
+async def test_a_keyless_record_that_waited_for_memory_is_placed_as_send_places_it(
+    door: str,
+) -> None:
+    """A keyless record that waits for memory is placed when the memory comes, by either
+    door: here it then closes its sticky partition's batch, which moves the topic on
+    (batch_size bytes went there and the batch is full), and it goes to the next
+    partition, counted there. The record of ``send()`` and that of ``send_many()`` land
+    alike, and the partitioner's state after them is the same."""
+    topic, batch_size = "k", 1000
+    acc = accumulator(1 << 16, batch_size=batch_size)
+    placement = RecordPlacement(ProducerConfig.from_kwargs(max_batch_size=batch_size))
+    placement.metadata = Partitions(topic, 1000)  # type: ignore[assignment]
+    placement.partitioner.seed(random.Random(7))
+    keyless = placement.partitioner
+    value = b"v" * 300
+    size = MAX_RECORD_OVERHEAD + len(value)
+    for _ in range(6):  # two batches of three on the sticky partition, the second open
+        assert acc.try_append(topic, -1, TS, None, value, None, size, keyless) is not None
+    first = keyless.current[topic]
+    assert [b.count for b in acc.queue_for(topic, first).batches] == [3, 3]
+    held = hold(acc, acc.limit - acc.used - SEND_BOUND - 300)  # too little left for a 7th
+    if door == "send":
+        task: asyncio.Task[Any] = asyncio.create_task(
+            acc.append(topic, -1, TS, None, value, None, size, 5, keyless)
+        )
+    else:
+        delivery = BulkDelivery(acc.create_future(), topic, 1)
+        keys: list[bytes | None] = [None]
+        task = asyncio.create_task(
+            acc.append_run(topic, -1, TS, keys, [value], [0], delivery, soon(), keyless)
+        )
+    await waiting(acc, 1)
+    deliver(acc, held)
+    await asyncio.wait_for(task, 2)
+    moved = keyless.current[topic]
+    assert moved != first  # (this seed's draw: another of the 1,000 partitions)
+    assert acc.queue_for(topic, first).batches[-1].full
+    (batch,) = acc.queue_for(topic, moved).batches  # the record started a batch there
+    assert batch.count == 1
+    assert keyless.produced[topic] == len(batch.buf)  # its bytes, with the batch's header

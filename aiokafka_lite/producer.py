@@ -472,11 +472,9 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, ProducerBulk[K, 
                 ts = int(time.time() * 1000)
             else:
                 ts = checks.record_timestamp(timestamp_ms, topic)
-            fut = self._acc.append(topic, partition, ts, k, v, headers, size, 0, keyless)
-            if fut is None:
-                fut = await self._acc.append_wait(
-                    topic, partition, ts, k, v, headers, size, self._max_block, keyless
-                )
+            fut = await self._acc.append(
+                topic, partition, ts, k, v, headers, size, self._max_block, keyless
+            )
         except Exception as e:
             if self._interceptors:
                 run_on_acknowledgement(self._interceptors, None, e)
@@ -553,8 +551,8 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, ProducerBulk[K, 
         else:
             partition = self._place(topic, key_bytes, parts, size, partition)
         ts = checks.record_timestamp(timestamp_ms, topic)
-        fut = self._acc.append(
-            topic, partition, ts, key_bytes, value_bytes, headers, size, 0, keyless
+        fut = self._acc.try_append(
+            topic, partition, ts, key_bytes, value_bytes, headers, size, keyless
         )
         if fut is None:
             raise BufferFullError(

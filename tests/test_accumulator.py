@@ -9,7 +9,9 @@ between two batches). The end-to-end behaviour is in test_send_many.py.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
+from typing import Any
 
 import pytest
 
@@ -21,6 +23,9 @@ from aiokafka_lite._internal.accumulator import (
     RecordAccumulator,
 )
 from aiokafka_lite._internal.compression import get_codec
+from aiokafka_lite._internal.placement import RecordPlacement
+from aiokafka_lite._internal.records import MAX_RECORD_OVERHEAD
+from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.errors import DeliveryFailedError, KafkaTimeoutError
 
 TS = 1_700_000_000_000
@@ -43,7 +48,7 @@ def accumulator(buffer_memory: int, batch_size: int = 1000) -> RecordAccumulator
 
 def hold(acc: RecordAccumulator, value_size: int) -> ProducerBatch:
     """Append one record to partition 0 and take its batch as the sender would."""
-    assert acc.append("t", 0, TS, None, b"x" * value_size, None, value_size + 100) is not None
+    assert acc.try_append("t", 0, TS, None, b"x" * value_size, None, value_size + 100) is not None
     q = acc.queue_for("t", 0)
     (batch,) = acc.drain([q], 1 << 20)
     return batch
@@ -61,14 +66,14 @@ async def waiting(acc: RecordAccumulator, n: int) -> None:
     assert acc.waiting_for_memory == n
 
 
-async def test_memory_reserved_but_unused_by_append_wait_goes_to_the_next_waiter() -> None:
+async def test_memory_reserved_but_unused_by_append_goes_to_the_next_waiter() -> None:
     acc = accumulator(LIMIT)
     held = hold(acc, 1400)
     # The first waiter reserves a loose upper bound (1000) for a small record;
     # the second needs 1100, which fits as soon as the first gives back its rest.
-    first = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 1000, 5))
+    first = asyncio.create_task(acc.append("t", 1, TS, None, b"a", None, 1000, 5))
     await waiting(acc, 1)
-    second = asyncio.create_task(acc.append_wait("t", 2, TS, None, b"b", None, 1100, 5))
+    second = asyncio.create_task(acc.append("t", 2, TS, None, b"b", None, 1100, 5))
     await waiting(acc, 2)
     deliver(acc, held)
     await asyncio.wait_for(first, 2)
@@ -77,22 +82,20 @@ async def test_memory_reserved_but_unused_by_append_wait_goes_to_the_next_waiter
     assert acc.used <= acc.limit
 
 
-async def test_memory_reserved_but_unused_by_append_many_goes_to_the_next_waiter() -> None:
+async def test_memory_reserved_but_unused_by_append_run_goes_to_the_next_waiter() -> None:
     # Batches of BATCH_MEMORY + 1000 bytes; a large record held takes the room of the
     # waiter below and of a whole batch.
     acc = accumulator(LIMIT + BATCH_MEMORY, batch_size=BATCH_MEMORY + 1000)
     held = hold(acc, BATCH_MEMORY + 1400)
-    blocked = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 600, 5))
+    blocked = asyncio.create_task(acc.append("t", 1, TS, None, b"a", None, 600, 5))
     await waiting(acc, 1)
     delivery = BulkDelivery(acc.create_future(), "t", 1)
-    # Behind a waiter, append_many reserves a whole batch for one small record.
+    # Behind a waiter, append_run reserves a whole batch for one small record.
     bulk = asyncio.create_task(
-        acc.append_many(
-            "t", 2, TS, [None], [b"small"], [0], delivery, deadline=time.monotonic() + 5
-        )
+        acc.append_run("t", 2, TS, [None], [b"small"], [0], delivery, deadline=time.monotonic() + 5)
     )
     await waiting(acc, 2)
-    last = asyncio.create_task(acc.append_wait("t", 3, TS, None, b"b", None, 500, 5))
+    last = asyncio.create_task(acc.append("t", 3, TS, None, b"b", None, 500, 5))
     await waiting(acc, 3)
     deliver(acc, held)  # grants 600 + 1000; 500 more does not fit yet
     await asyncio.wait_for(blocked, 2)
@@ -103,12 +106,12 @@ async def test_memory_reserved_but_unused_by_append_many_goes_to_the_next_waiter
 
 async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> None:
     # batch_size 200 and 50 records of ~60 bytes: several batches, and
-    # append_many yields after each one fills.
+    # append_run yields after each one fills.
     acc = accumulator(1 << 20, batch_size=200)
     delivery = BulkDelivery(acc.create_future(), "t", 50)
     values: list[bytes | None] = [b"v" * 50] * 50
     bulk = asyncio.create_task(
-        acc.append_many(
+        acc.append_run(
             "t",
             0,
             TS,
@@ -119,7 +122,7 @@ async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> 
             deadline=time.monotonic() + 5,
         )
     )
-    await asyncio.sleep(0)  # append_many fills the first batch and yields
+    await asyncio.sleep(0)  # append_run fills the first batch and yields
     assert not bulk.done()
     stopped = KafkaTimeoutError("the producer was stopped")
     aborted = acc.abort_undrained(stopped)  # what Sender.stop does once its timeout is up
@@ -135,10 +138,10 @@ async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> 
     assert not acc.has_incomplete() and acc.used == 0
 
 
-async def test_append_wait_refuses_after_the_accumulator_is_shut_down() -> None:
+async def test_append_refuses_after_the_accumulator_is_shut_down() -> None:
     acc = accumulator(LIMIT)
     held = hold(acc, 1400)
-    waiter = asyncio.create_task(acc.append_wait("t", 1, TS, None, b"a", None, 1000, 5))
+    waiter = asyncio.create_task(acc.append("t", 1, TS, None, b"a", None, 1000, 5))
     await waiting(acc, 1)
     deliver(acc, held)  # grants the waiter; it has not run yet
     stopped = KafkaTimeoutError("the producer was stopped")
@@ -162,16 +165,16 @@ async def test_a_learned_compression_ratio_sizes_every_partitions_next_batch() -
         compress=codec.compressor(None),
         codec_id=codec.id,
     )
-    assert acc.append("t", 0, TS, None, b"a", None, 200) is not None
+    assert acc.try_append("t", 0, TS, None, b"a", None, 200) is not None
     open_batch = acc.queue_for("t", 0).batches[-1]
     acc.observe_compression("t", raw=10_000, compressed=2_000)  # 5:1
     expected = int(1000 / (0.2 * 1.05))  # batch_size / (ratio with Java's 5% margin)
     # A partition never used before, and one whose open batch is taken: their
     # next batches may hold that much uncompressed.
-    assert acc.append("t", 1, TS, None, b"b", None, 200) is not None
+    assert acc.try_append("t", 1, TS, None, b"b", None, 200) is not None
     assert acc.queue_for("t", 1).batch_limit == expected
     open_batch.full = True
-    assert acc.append("t", 0, TS, None, b"c", None, 200) is not None
+    assert acc.try_append("t", 0, TS, None, b"c", None, 200) is not None
     assert acc.queue_for("t", 0).batches[-1] is not open_batch
     assert acc.queue_for("t", 0).batch_limit == expected
     # Another topic has learned nothing: ratio 1.0, with the margin.
@@ -181,3 +184,55 @@ async def test_a_learned_compression_ratio_sizes_every_partitions_next_batch() -
 def soon() -> float:
     """A deadline (monotonic clock) that these tests never reach."""
     return time.monotonic() + 5
+
+
+class Partitions:
+    """What the keyless placement reads of the metadata: ``n`` partitions, all up."""
+
+    def __init__(self, topic: str, n: int) -> None:
+        self.partitions_by_topic = {topic: tuple(range(n))}
+        self.cluster = self
+        self.available_partitions_by_topic = {topic: list(range(n))}
+
+
+@pytest.mark.parametrize("door", ["send", "send_many"])
+async def test_a_keyless_record_that_waited_for_memory_is_placed_as_send_places_it(
+    door: str,
+) -> None:
+    """A keyless record that waits for memory is placed when the memory comes, by either
+    door: here it then closes its sticky partition's batch, which moves the topic on
+    (batch_size bytes went there and the batch is full), and it goes to the next
+    partition, counted there. The record of ``send()`` and that of ``send_many()`` land
+    alike, and the partitioner's state after them is the same."""
+    topic, batch_size = "k", 1000
+    acc = accumulator(1 << 16, batch_size=batch_size)
+    placement = RecordPlacement(ProducerConfig.from_kwargs(max_batch_size=batch_size))
+    placement.metadata = Partitions(topic, 1000)  # type: ignore[assignment]
+    placement.partitioner.seed(random.Random(7))
+    keyless = placement.partitioner
+    value = b"v" * 300
+    size = MAX_RECORD_OVERHEAD + len(value)
+    for _ in range(6):  # two batches of three on the sticky partition, the second open
+        assert acc.try_append(topic, -1, TS, None, value, None, size, keyless) is not None
+    first = keyless.current[topic]
+    assert [b.count for b in acc.queue_for(topic, first).batches] == [3, 3]
+    held = hold(acc, acc.limit - acc.used - SEND_BOUND - 300)  # too little left for a 7th
+    if door == "send":
+        task: asyncio.Task[Any] = asyncio.create_task(
+            acc.append(topic, -1, TS, None, value, None, size, 5, keyless)
+        )
+    else:
+        delivery = BulkDelivery(acc.create_future(), topic, 1)
+        keys: list[bytes | None] = [None]
+        task = asyncio.create_task(
+            acc.append_run(topic, -1, TS, keys, [value], [0], delivery, soon(), keyless)
+        )
+    await waiting(acc, 1)
+    deliver(acc, held)
+    await asyncio.wait_for(task, 2)
+    moved = keyless.current[topic]
+    assert moved != first  # (this seed's draw: another of the 1,000 partitions)
+    assert acc.queue_for(topic, first).batches[-1].full
+    (batch,) = acc.queue_for(topic, moved).batches  # the record started a batch there
+    assert batch.count == 1
+    assert keyless.produced[topic] == len(batch.buf)  # its bytes, with the batch's header

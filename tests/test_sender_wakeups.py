@@ -34,12 +34,12 @@ async def test_a_partition_blocks_while_its_batches_in_flight_are_at_the_limit()
     for limit, blocked in ((1, True), (2, False)):
         acc = accumulator(limit)
         assert acc.all_blocked()  # nothing queued: nothing to send
-        acc.append("t", 0, TS, None, b"x" * 100, None, 200)
+        acc.try_append("t", 0, TS, None, b"x" * 100, None, 200)
         assert not acc.all_blocked()
         acc.drain([acc.queue_for("t", 0)], 1 << 20)  # now in flight
-        acc.append("t", 0, TS, None, b"x" * 100, None, 200)
+        acc.try_append("t", 0, TS, None, b"x" * 100, None, 200)
         assert acc.all_blocked() is blocked
-        acc.append("t", 1, TS, None, b"x" * 100, None, 200)
+        acc.try_append("t", 1, TS, None, b"x" * 100, None, 200)
         assert not acc.all_blocked()
 
 

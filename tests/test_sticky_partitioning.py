@@ -10,7 +10,8 @@ batch) and the topic moves on at ``batch.size`` if the batch is now full, at twi
 
 :class:`JavaModel` is that rule written out from Java's code, over batches of our own
 encoder (so a record's size in a batch is the real one). The producer's parts (its
-accumulator, placement and send()'s fast path, pure and compiled) must pick the same
+accumulator, placement and send()'s fast path, pure and compiled, and send_many()'s door
+to the accumulator) must pick the same
 partition for every record, with the same seeded draws, while a "sender" takes batches
 at random moments. No broker: the sequence of picks is the point, and
 ``tests/test_java_partition_parity.py`` compares with Java's own producer on Apache
@@ -33,15 +34,20 @@ from partition_checks import run_lengths
 
 from aiokafka_lite import speedups
 from aiokafka_lite._internal import partitioner, send_path
-from aiokafka_lite._internal.accumulator import RecordAccumulator
+from aiokafka_lite._internal.accumulator import BulkDelivery, RecordAccumulator
 from aiokafka_lite._internal.placement import RecordPlacement
 from aiokafka_lite._internal.records import MAX_RECORD_OVERHEAD, RecordBatchBuilder
 from aiokafka_lite.config import ProducerConfig
 
 # The one decision, in each build there is.
 MOVES_ON = [pytest.param(partitioner.py_sticky_moves_on, id="pure")]
-# The fast path's twins; None: every record through the general path (the accumulator).
-PATHS: list[Any] = [pytest.param(None, id="general"), pytest.param(send_path.PySendPath, id="pure")]
+# The fast path's twins; None: every record through the general path (the accumulator);
+# "send_many": each record through send_many()'s door (one keyless record per call).
+PATHS: list[Any] = [
+    pytest.param(None, id="general"),
+    pytest.param("send_many", id="send_many"),
+    pytest.param(send_path.PySendPath, id="pure"),
+]
 if speedups.COMPILED:
     MOVES_ON.append(pytest.param(partitioner.sticky_moves_on, id="compiled"))
     PATHS.append(pytest.param(send_path.SendPath, id="compiled"))
@@ -147,7 +153,7 @@ async def ours(
     placement.metadata = Metadata(n)  # type: ignore[assignment]
     placement.partitioner.seed(random.Random(seed))
     fast = None
-    if path_cls is not None:
+    if path_cls is not None and path_cls != "send_many":
         fast = path_cls(acc, placement.partitioner, 1 << 20)
     timestamp = int(NOW * 1000)
     picked = []
@@ -159,10 +165,19 @@ async def ours(
             continue
         value = b"v" * arg
         counts = {p: sum(b.count for b in q.batches) for p, q in queues.items()}
-        fut = fast.append(TOPIC, None, value) if fast is not None else None
+        if path_cls == "send_many":
+            delivery = BulkDelivery(acc.create_future(), TOPIC, 1)
+            deadline = time.monotonic() + 5
+            keyless = placement.partitioner
+            await acc.append_run(
+                TOPIC, -1, timestamp, [None], [value], [0], delivery, deadline, keyless
+            )
+            fut = delivery.future
+        else:
+            fut = fast.append(TOPIC, None, value) if fast is not None else None
         if not fut:  # not taken (NOT_PLAIN) or the open batch was full (FILLED): general path
             size = MAX_RECORD_OVERHEAD + len(value)
-            fut = acc.append(
+            fut = acc.try_append(
                 TOPIC, -1, timestamp, None, value, None, size, keyless=placement.partitioner
             )
             assert fut is not None

@@ -107,7 +107,8 @@ cdef class SendPath:
 
     def append(self, topic, key, value):
         """The record appended: its future; FILLED if it did not fit the open batch (now
-        marked full); NOT_PLAIN if it is not the plain case (see send_path.SendPath.append)."""
+        marked full); NOT_PLAIN if it is not the plain case (see send_path.SendPath.append:
+        the appender's routine for one record on an open batch, its twin by design)."""
         cdef Py_ssize_t size, n, added, appended, nparts, partition, limit
         cdef Py_ssize_t produced = 0
         cdef PyObject* found

@@ -4,8 +4,8 @@ Java's ``RecordAccumulator``, rebuilt for one event loop (its ``BufferPool`` is
 :mod:`aiokafka_lite._internal.buffer_pool`, its ``ProducerBatch``
 :mod:`aiokafka_lite._internal.producer_batch`). This module is the sender's side of
 it: readiness, expiry, drain, requeue, deallocate (Java's ``ready``, ``drain``,
-``expiredBatches``). The append side (``append``, ``append_many``, ...) is its base
-class, :class:`~aiokafka_lite._internal.appender.RecordAppender`.
+``expiredBatches``). The append side (``append``, ``append_run``, ``append_built``) is
+its base class, :class:`~aiokafka_lite._internal.appender.RecordAppender`.
 
 * Each partition has a :class:`PartitionQueue`: a deque of batches whose last
   one is open for appends. A deque, not an ``asyncio.Queue``: a retried batch
@@ -16,7 +16,7 @@ class, :class:`~aiokafka_lite._internal.appender.RecordAppender`.
   or fills, never per record.
 * ``buffer_memory`` bounds the bytes actually buffered (not a whole
   ``batch_size`` per open batch, which makes Java's pool scale with the number
-  of partitions). When it is used up, ``append_wait``
+  of partitions). When it is used up, the append
   queues the caller FIFO and reserves memory for it as batches complete; a
   waiting caller also makes every batch sendable at once (Java's "exhausted").
 * Only partitions holding batches are visited by :meth:`ready`, so its cost

@@ -2,11 +2,26 @@
 
 Java's ``RecordAccumulator.append`` and its helpers, apart from the queues' other
 side (readiness, expiry, drain: :mod:`aiokafka_lite._internal.accumulator`) so that
-each half reads on its own. Every way into a batch is here: ``send()``'s general path
-(:meth:`RecordAppender.append`, :meth:`RecordAppender.append_wait`), ``send_many()``
-(:meth:`RecordAppender.append_many`, :meth:`RecordAppender.append_keyless`),
-``send_batch()`` (:meth:`RecordAppender.append_built`) and the construction of
-``send()``'s fast path (:meth:`RecordAppender.send_path`).
+each half reads on its own.
+
+One routine takes a record into a batch, :meth:`RecordAppender._append_record`: place it
+(its partition, or a keyless record's sticky partition), the open batch takes it or
+closes (a keyless record is then placed again), else a new batch; count its memory;
+count a keyless record's bytes for the sticky rule. Every path prepares its records (the
+producer checks, serializes and sizes them) and then comes in through one door per shape
+of input, each waiting for memory itself when the budget is short:
+
+* :meth:`RecordAppender.append`: one ``send()`` record on its general path
+  (:meth:`RecordAppender.try_append`, its first step, never waits: ``try_send()``);
+* :meth:`RecordAppender.append_run`: ``send_many()``'s records, a partition's run encoded
+  at once, or keyless records one by one through the same routine;
+* :meth:`RecordAppender.append_built`: ``send_batch()``'s batch, built by the user (the
+  Spark writer's too), queued whole under the same budget.
+
+``send()``'s fast path (:meth:`RecordAppender.send_path`, compiled when built) comes first,
+before the door: the routine's one-record case on an open batch, its twin by design. A
+record that closes a batch is reported to :mod:`aiokafka_lite._internal.hand_over`, which
+owns the rule of when the filling task lets the sender take it.
 
 :class:`~aiokafka_lite._internal.accumulator.RecordAccumulator` is a
 :class:`RecordAppender`: a base class, like :class:`BufferPool` under it, so that
@@ -17,10 +32,11 @@ queues and the budget with no extra lookup.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..errors import KafkaError
 from ..structs import RecordMetadata
@@ -35,7 +51,7 @@ from .buffer_pool import (
 )
 from .bulk_delivery import BulkDelivery
 from .compression import Compressor
-from .hand_over import current_task_ref
+from .hand_over import filled, pass_on
 from .producer_batch import PartitionQueue, ProducerBatch
 from .records import Header, RecordBatchBuilder, record_size
 from .send_path import SendPath
@@ -49,6 +65,13 @@ __all__ = ["RecordAppender"]
 _RATIO_DETERIORATE = 0.05
 _RATIO_IMPROVE = 0.005
 _RATIO_MARGIN = 1.05
+
+# What a record holds in the budget beside its encoded bytes: a send() record (its
+# future), a send_many() keyless record (its slot, and its run of one).
+_SEND_HELD = SEND_RECORD_MEMORY
+_BULK_HELD = BULK_RECORD_MEMORY + RUN_MEMORY
+# The room of a record whose budget was checked or reserved before (send()'s).
+_ANY_ROOM = sys.maxsize
 
 
 class RecordAppender(BufferPool):
@@ -83,8 +106,10 @@ class RecordAppender(BufferPool):
         # sender will take another batch, so nothing may be appended after it.
         self.shut_down: BaseException | None = None
         # The task whose record did not fit the last batch it found open (weakly: it
-        # may end). send() reads it to hand over (see hand_over).
+        # may end), and how many records did so: kept by hand_over.filled, read by
+        # send() and send_many() to hand over (see hand_over).
         self.filler: weakref.ref[asyncio.Task[Any]] | None = None
+        self.fills = 0
 
     @property
     def wakeup(self) -> Callable[[], None]:
@@ -141,7 +166,7 @@ class RecordAppender(BufferPool):
         # over the topic's partitions per batch sent.
         self._limits[topic] = self._limit_for(estimate)
 
-    def append(
+    def try_append(
         self,
         topic: str,
         partition: int,
@@ -150,24 +175,96 @@ class RecordAppender(BufferPool):
         value: bytes | None,
         headers: Sequence[Header] | None,
         size: int,
-        reserved: int = 0,
         keyless: RecordPartitioner | None = None,
     ) -> asyncio.Future[RecordMetadata] | None:
-        """Append one record and return its future: ``send()``'s general path.
+        """Append one ``send()`` record now and return its future: :meth:`append` without
+        its wait (its first step, and all of ``try_send()``).
 
-        ``size`` is an upper bound of the record's encoded size. Returns None,
-        appending nothing, when that much budget is not free (or others are
-        already waiting for it), unless the caller holds ``reserved`` bytes.
-        With ``keyless`` (a record without key or partition), ``partition`` is the
-        topic's sticky one, chosen here as Java's ``RecordAccumulator.append`` does: a
-        record that does not fit the open batch closes it and asks again (the topic may
-        move on), and the bytes appended are counted (see ``RecordPartitioner``).
+        ``size`` is an upper bound of the record's encoded size. Returns None, appending
+        nothing, when that much budget (plus what the record may hold, ``SEND_BOUND``) is
+        not free, or others are already waiting for it. With ``keyless`` (a record without
+        key or partition) the accumulator places it (see :meth:`_append_record`).
         """
-        size += SEND_BOUND  # it may have to start a batch
-        budget = self.budget
-        used = budget.used  # (read once: a C field in the compiled build)
-        if not reserved and (used + size > self.limit or self._waiters):
+        if self.budget.used + size + SEND_BOUND > self.limit or self._waiters:
             return None
+        batch = self._append_record(
+            topic, partition, timestamp, key, value, headers, keyless, 0, _ANY_ROOM, _SEND_HELD
+        )
+        assert batch is not None  # (any room: never refused)
+        fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
+        return fut
+
+    async def append(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        size: int,
+        timeout: float,
+        keyless: RecordPartitioner | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Append one ``send()`` record and return its future: the door of ``send()``'s
+        general path. (Its fast path, :meth:`send_path`, is the same routine's one-record
+        case on an open batch, taken before it.)
+
+        As :meth:`try_append`; when the budget is short it waits (FIFO, up to ``timeout``
+        s) for ``size`` plus ``SEND_BOUND`` bytes, then appends (a keyless record is placed
+        only then). Raises :class:`~aiokafka_lite.errors.KafkaTimeoutError` when no memory
+        came in time, and the producer's failure when it stopped meanwhile.
+        """
+        fut = self.try_append(topic, partition, timestamp, key, value, headers, size, keyless)
+        if fut is not None:
+            return fut
+        reserved = size + SEND_BOUND
+        await self.reserve(reserved, topic, timeout)
+        self._check_not_shut_down(reserved)
+        try:
+            batch = self._append_record(
+                topic, partition, timestamp, key, value, headers, keyless, 0, _ANY_ROOM, _SEND_HELD
+            )
+        except BaseException:  # (with keyless, placed only now: the topic may be gone)
+            self._release(reserved)
+            raise
+        assert batch is not None  # (any room: never refused)
+        fut = batch.records.add(batch.count - 1, timestamp)
+        # Its bytes are counted in used now. size is an upper bound: what the record left
+        # of the reservation may let the next waiter in.
+        self._release(reserved)
+        return fut
+
+    def _append_record(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        keyless: RecordPartitioner | None,
+        need: int,
+        room: int,
+        held: int,
+    ) -> ProducerBatch | None:
+        """The one way a record goes into a batch (Java's ``RecordAccumulator.append``).
+
+        Place it: ``partition``, or with ``keyless`` the topic's sticky partition. The
+        partition's open batch takes it; a batch it does not fit is closed (marked full,
+        the fill reported to :func:`~aiokafka_lite._internal.hand_over.filled`) and a keyless
+        record is placed again (the closed batch may move the topic on). Else a new batch
+        takes it. Its bytes, a new batch's ``BATCH_MEMORY`` and ``held`` (what the record
+        holds beside its bytes) are counted in the budget and the batch; a keyless record's
+        bytes (with a new batch's header) in the partitioner (``RecordPartitioner.update``).
+        Returns the batch, whose last record it is; None, appending nothing, when ``need``
+        bytes (plus ``BATCH_MEMORY`` if it must start a batch) are more than ``room``.
+
+        ``send()``'s fast path (:mod:`~aiokafka_lite._internal.send_path`, compiled when
+        built) is this routine's one-record case on an open batch, written again there by
+        design (no Python call from ``send()`` to its future): the sticky rule and the count
+        of a keyless record's bytes exist here and in that twin only.
+        """
         added = 0
         while True:
             if keyless is not None:
@@ -180,16 +277,20 @@ class RecordAppender(BufferPool):
             if batches:
                 batch = batches[-1]
                 if not batch.full:
+                    if need > room:
+                        return None
                     added = batch.append(timestamp, key, value, headers, q.batch_limit)
                     if not added:
                         batch.full = True
-                        self.filler = current_task_ref()
+                        filled(self)
                         if keyless is not None:
                             continue  # the closed batch may move the topic on: place again
             break
         if added:
             appended = added
         else:
+            if need + BATCH_MEMORY > room:
+                return None
             batch = self._new_batch(q, timestamp)
             try:
                 added = BATCH_MEMORY + batch.append(timestamp, key, value, headers, q.batch_limit)
@@ -197,14 +298,13 @@ class RecordAppender(BufferPool):
                 self._discard_empty(batch)  # never leave an empty batch in the queue
                 raise
             appended = len(batch.buf)  # (Java counts a new batch's header too)
-        added += SEND_RECORD_MEMORY
+        added += held
         batch.memory += added
-        budget.used = used + added - reserved  # (nothing above changed it: no await, no callback)
-        fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
+        self.budget.used += added  # (nothing above changed it: no await, no callback)
         if keyless is not None:
             limit = q.batch_limit
             keyless.update(topic, partition, appended, limit, len(batch.buf) >= limit)
-        return fut
+        return batch
 
     def _sticky_partition(self, keyless: RecordPartitioner, topic: str) -> int:
         """The topic's sticky partition for its next keyless record, moved on first if
@@ -222,7 +322,7 @@ class RecordAppender(BufferPool):
     def create_future(self) -> asyncio.Future[Any]:
         return self._loop.create_future()
 
-    async def append_many(
+    async def append_run(
         self,
         topic: str,
         partition: int,
@@ -232,15 +332,23 @@ class RecordAppender(BufferPool):
         order: list[int],
         delivery: BulkDelivery,
         deadline: float,
+        keyless: RecordPartitioner | None = None,
     ) -> None:
-        """Append records ``order`` (indices into keys/values) of a ``send_many()`` call.
+        """Append records ``order`` (indices into keys/values) of a ``send_many()`` call:
+        the door of its records.
 
-        No future per record: their outcome reaches ``delivery`` per batch.
-        Whole runs of records are encoded at once into the open batch; memory
-        is awaited (FIFO, until the call's ``deadline`` on the monotonic clock)
-        when the budget runs out, and the loop yields each time a batch fills
-        so the sender can send it.
+        No future per record: their outcome reaches ``delivery`` per batch. Records for
+        ``partition`` are encoded a whole run at a time into its open batch. With
+        ``keyless`` (records without key or partition: ``partition`` is -1) each goes
+        through the routine of ``send()``'s records (:meth:`_append_record`: the topic's
+        sticky partition, placed again when it closes a batch, its bytes counted), so that
+        they land where ``send()`` would put them. Memory is awaited (FIFO, until the
+        call's ``deadline`` on the monotonic clock) when the budget runs out, and the call
+        hands over when it fills a batch (:func:`~aiokafka_lite._internal.hand_over.pass_on`).
         """
+        if keyless is not None:
+            await self._append_each(topic, timestamp, values, order, delivery, deadline, keyless)
+            return
         q = self.queue_for(topic, partition)
         pos, total, reserved = 0, len(order), 0
         while pos < total:
@@ -273,9 +381,10 @@ class RecordAppender(BufferPool):
                     self._release(reserved)  # the run's bytes are counted in used instead
                     reserved = 0
                 if batch.full:
-                    self._wakeup()
                     if pos < total:
-                        await asyncio.sleep(0)  # let the sender take the full batch
+                        await pass_on(self, self._wakeup)  # the sender takes the full batch
+                    else:
+                        self._wakeup()
                 continue
             if reserved:  # reserved for a batch that has since been taken
                 self._release(reserved)
@@ -291,70 +400,62 @@ class RecordAppender(BufferPool):
                 self._fail_records(delivery, order[pos:], e)
                 return
 
-    async def append_keyless(
+    async def _append_each(
         self,
         topic: str,
         timestamp: int,
-        keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
         order: list[int],
         delivery: BulkDelivery,
         deadline: float,
-        partitioner: RecordPartitioner,
+        keyless: RecordPartitioner,
     ) -> None:
-        """Append ``send_many()``'s keyless records ``order`` one by one, each placed as
-        :meth:`append` places a keyless record (the topic's sticky partition, placed again
-        when it closes a batch it does not fit; its bytes counted after), reported to
-        ``delivery`` as :meth:`append_many` reports its runs."""
+        """:meth:`append_run`'s keyless records one by one, each through
+        :meth:`_append_record` (each may move the topic on) and each a run of its own in
+        ``delivery``; placed again after a wait for memory, as ``send()``'s are."""
         for i in order:
-            filled = False
+            value = values[i]
+            need = record_size(None, value, None) + _BULK_HELD
+            reserved = 0
+            closed = False  # it closed a batch (filled it)
             while True:
-                if self.shut_down is not None:
+                if self.shut_down is not None:  # it happened while this call awaited
+                    if reserved:
+                        self._release(reserved)
                     delivery.record_failed(i, self.shut_down)
                     break
-                p = self._sticky_partition(partitioner, topic)
-                q = self.queue_for(topic, p)
-                batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
-                before = 0 if batch is None else len(batch.buf)
-                if batch is not None:
-                    need = record_size(None, values[i], None) + BULK_RECORD_MEMORY + RUN_MEMORY
-                    room = 0 if self._waiters else self.limit - self.budget.used
-                    if room >= need:
-                        run = [i]
-                        budget = room - RUN_MEMORY
-                        if self._append_run(batch, timestamp, keys, values, run, 0, budget) == 0:
-                            filled = True
-                            continue  # it closed the batch: placed again (it may move on)
-                        self._add_run(batch, delivery, run, timestamp)
-                        batch.memory += RUN_MEMORY
-                        self.budget.used += RUN_MEMORY
-                        self._count_keyless(partitioner, topic, p, q, batch, before)
-                        break
-                # No open batch, or no memory now: append_many starts one or waits.
-                await self.append_many(topic, p, timestamp, keys, values, [i], delivery, deadline)
-                last = q.batches[-1] if q.batches else None
-                if last is not None and (last is not batch or len(last.buf) != before):
-                    self._count_keyless(
-                        partitioner, topic, p, q, last, 0 if last is not batch else before
+                room = reserved or (0 if self._waiters else self.limit - self.budget.used)
+                fills = self.fills
+                try:
+                    batch = self._append_record(
+                        topic, -1, timestamp, None, value, None, keyless, need, room, _BULK_HELD
                     )
-                break
-            if filled:
-                self._wakeup()
-                await asyncio.sleep(0)  # let the sender take the full batch
-
-    @staticmethod
-    def _count_keyless(
-        partitioner: RecordPartitioner,
-        topic: str,
-        partition: int,
-        q: PartitionQueue,
-        batch: ProducerBatch,
-        before: int,
-    ) -> None:
-        # The bytes a keyless record added (a batch's header too, for its first record).
-        limit = q.batch_limit
-        size = len(batch.buf)
-        partitioner.update(topic, partition, size - before, limit, size >= limit)
+                except BaseException:  # (placed again after a wait: the topic may be gone)
+                    if reserved:
+                        self._release(reserved)
+                    raise
+                closed = closed or self.fills != fills
+                if batch is not None:
+                    self._add_run(batch, delivery, [i], timestamp)
+                    if reserved:
+                        self._release(reserved)  # its bytes are counted in used instead
+                    break
+                if reserved:  # reserved for a batch that has since been taken
+                    self._release(reserved)
+                    reserved = 0
+                whole = need + BATCH_MEMORY  # (placed again after the wait: it may start one)
+                if whole > self.limit:
+                    delivery.record_failed(i, too_large_for_buffer(whole, topic, self.limit))
+                    break
+                limit = self._limits.get(topic) or self._limit_for(1.0)  # a new batch's
+                reserved = min(max(whole, limit), self.limit)
+                try:
+                    await self.reserve(reserved, topic, max(0.0, deadline - time.monotonic()))
+                except KafkaError as e:
+                    delivery.record_failed(i, e)
+                    break
+            if closed:
+                await pass_on(self, self._wakeup)  # the sender takes the full batch
 
     def _append_run(
         self,
@@ -427,39 +528,13 @@ class RecordAppender(BufferPool):
         self.discard_queued(batch)
         self._incomplete.discard(batch)
 
-    async def append_wait(
-        self,
-        topic: str,
-        partition: int,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] | None,
-        size: int,
-        timeout: float,
-        keyless: RecordPartitioner | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
-        """Wait (FIFO, up to ``timeout`` s) for ``size`` bytes of budget, then append
-        (with ``keyless``, :meth:`append` chooses the partition then)."""
-        reserved = size + SEND_BOUND
-        await self.reserve(reserved, topic, timeout)
-        self._check_not_shut_down(reserved)
-        try:
-            fut = self.append(
-                topic, partition, timestamp, key, value, headers, size, reserved, keyless
-            )
-        except BaseException:  # (with keyless, placed only now: the topic may be gone)
-            self._release(reserved)
-            raise
-        if self._waiters:
-            self._grant()  # size is an upper bound: what the record left may let the next one in
-        # With the memory reserved, append cannot refuse the record.
-        return cast("asyncio.Future[RecordMetadata]", fut)
-
     async def append_built(
         self, topic: str, partition: int, builder: RecordBatchBuilder, timeout: float
     ) -> asyncio.Future[RecordMetadata]:
-        """Queue a batch the user built (``send_batch``) as one unit with one future."""
+        """Queue a batch the user built as one unit with one future: the door of
+        ``send_batch()`` (and so of the Spark writer). The user's builder did the routine's
+        placing and encoding; the accumulator takes its memory (waiting, FIFO, up to
+        ``timeout`` s, when the budget is short) and queues it."""
         # One future for the whole batch; the buffer's size includes the header.
         size = len(builder.buf) + SEND_BOUND
         if self.budget.used + size > self.limit or self._waiters:

@@ -3,13 +3,13 @@
 Java sends record by record; aiokafka has no bulk send. Here a call's records are
 checked, serialized and placed as ``send()`` would, a chunk at a time, and then each
 partition's records of the chunk are encoded into its batches in one run
-(:meth:`~aiokafka_lite._internal.appender.RecordAppender.append_many`): no future and no
+(:meth:`~aiokafka_lite._internal.appender.RecordAppender.append_run`): no future and no
 call per record. Runs of plain records (bytes, no serializer, the default
 partitioner) are placed in one call (:func:`~aiokafka_lite._internal.partitioner.place_plain`,
-compiled when built). Keyless records (with the default partitioner) are appended one
-by one (:meth:`~aiokafka_lite._internal.appender.RecordAppender.append_keyless`): the
-accumulator places each on the topic's sticky partition as its batches fill (KIP-794),
-as for ``send()``, so they land where ``send()`` would put them. The outcome reaches the call's
+compiled when built). Keyless records (with the default partitioner) go through the same
+door one by one, each through the routine of ``send()``'s records: the accumulator places
+each on the topic's sticky partition as its batches fill (KIP-794), so they land where
+``send()`` would put them. The outcome reaches the call's
 :class:`~aiokafka_lite._internal.bulk_delivery.BulkDelivery` per batch. A bad record fails
 alone, in the delivery report. With interceptors, each record goes through
 ``send()`` instead (:func:`send_each`), so that they see it.
@@ -87,12 +87,9 @@ async def send_runs(
         segments = _group(placement, topic, items, lo, hi, keys, values, partition, parts, delivery)
         for by_partition in segments:
             for p, order in by_partition.items():
-                if p < 0:  # keyless: placed where each is appended, as send() places them
-                    await acc.append_keyless(
-                        topic, ts, keys, values, order, delivery, deadline, placement.partitioner
-                    )
-                else:
-                    await acc.append_many(topic, p, ts, keys, values, order, delivery, deadline)
+                # p -1: keyless, placed where each is appended, as send() places them
+                keyless = placement.partitioner if p < 0 else None
+                await acc.append_run(topic, p, ts, keys, values, order, delivery, deadline, keyless)
 
 
 def _group(

@@ -1,14 +1,19 @@
-"""send()'s hand-over: a task that keeps filling batches lets the sender take them.
+"""The hand-over: a task that keeps filling batches lets the sender take them.
 
 ``await send()`` in a loop never lets the event loop turn (it waits only for metadata
 or memory): the sender would idle until the buffer ran out, and the broker with it. A
-task *fills* a batch when its record does not fit the open one. The fast path finds
-that before its append (``SendPath.append`` answers :data:`FILLED`, and the general path then
-starts the next batch); the accumulator finds it in its append and remembers the task
-(``RecordAccumulator.filler``). When the last filler sends again on the general path
-(for plain records, which the fast path takes, mostly its next fill; for any other
-record its next send), it wakes the sender and yields once, so that the full batch leaves
-and the broker works while the caller goes on appending, as beside Java's sender thread.
+task *fills* a batch when its record does not fit the open one. This module owns the
+rule; the paths that find a fill only report it. The fast path finds it before its
+append (``SendPath.append`` answers :data:`FILLED`, and the general path then starts the
+next batch); the accumulator finds it in its append and reports it with :func:`filled`,
+which remembers the task (``RecordAccumulator.filler``).
+
+* ``send()``: when the last filler sends again on the general path (for plain records,
+  which the fast path takes, mostly its next fill; for any other record its next send),
+  :func:`hand_over` wakes the sender and yields once, so that the full batch leaves and
+  the broker works while the caller goes on appending, as beside Java's sender thread.
+* ``send_many()`` and ``send_batch()``: the call yields once right after each batch it
+  filled (or queued), and goes on (:func:`pass_on`).
 
 Only the filler yields: tasks that each send once (``gather``, request handlers) never
 do, so their records keep the order of their calls. A fast-path fill is remembered only
@@ -60,15 +65,34 @@ FILLED: Declined = _Filled(0)
 
 
 class Fills(Protocol):
-    """Where the last filler is kept (a RecordAccumulator)."""
+    """Where the last filler is kept (a RecordAccumulator), and the count of fills."""
 
     filler: weakref.ref[asyncio.Task[Any]] | None
+    fills: int
 
 
 def current_task_ref() -> weakref.ref[asyncio.Task[Any]] | None:
     """A weak reference to the running task (None outside a task)."""
     task = asyncio.current_task()
     return None if task is None else weakref.ref(task)
+
+
+def filled(fills: Fills) -> None:
+    """Report a fill: the running task's record did not fit the open batch it found (now
+    closed). The task is the last filler (see :func:`hand_over`); ``fills`` counts it."""
+    fills.filler = current_task_ref()
+    fills.fills += 1
+
+
+async def pass_on(fills: Fills, wake: Callable[[], None]) -> None:
+    """A ``send_many()`` or ``send_batch()`` call filled (or queued) a batch: wake the
+    sender and yield once, so that it takes the batch while the call goes on. The task
+    has handed over: it is no longer a filler for its next ``send()``."""
+    wake()
+    await asyncio.sleep(0)
+    last = fills.filler
+    if last is not None and last() is asyncio.current_task():
+        fills.filler = None
 
 
 async def hand_over(fills: Fills, filling: bool, wake: Callable[[], None]) -> None:
@@ -84,4 +108,4 @@ async def hand_over(fills: Fills, filling: bool, wake: Callable[[], None]) -> No
         wake()
         await asyncio.sleep(0)
     if filling:
-        fills.filler = current_task_ref()
+        filled(fills)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from ..structs import DeliveryReport, RecordMetadata
 from . import bulk_send
 from .batch_builder import BatchBuilder
+from .hand_over import pass_on
 from .key_value import K, V
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ class ProducerBulk(Generic[K, V]):
         fut = await self._acc.append_built(topic, partition, builder, self._max_block)
         # A yield per batch lets the sender ship it while the caller builds the
         # next one, instead of after a whole loop of batches.
-        await asyncio.sleep(0)
+        await pass_on(self._acc, self._acc.wakeup)
         return fut
 
     async def send_many(

@@ -147,7 +147,13 @@ class SendPath:
 
     def append(self, topic: Any, key: Any, value: Any) -> asyncio.Future[RecordMetadata] | Declined:
         """Append the record and return its future; else why not: :data:`FILLED` (it did
-        not fit the open batch, now marked full) or :data:`NOT_PLAIN` (not this case)."""
+        not fit the open batch, now marked full) or :data:`NOT_PLAIN` (not this case).
+
+        The first step of ``send()``, before the accumulator's door: the one-record case
+        of the appender's routine (``RecordAppender._append_record``) on an open batch,
+        written again here by design (no Python call from ``send()`` to its future). Its
+        placement, memory and count of a keyless record's bytes must stay that routine's
+        (``tests/test_entry_points.py``, ``tests/test_sticky_partitioning.py``)."""
         try:
             parts = self._metadata.partitions_by_topic.get(topic)
         except TypeError:  # unhashable: the general path names the problem

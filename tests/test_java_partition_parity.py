@@ -19,7 +19,7 @@ reports its own placement.
   record that does not fit closes a batch after fewer than ``batch.size`` bytes and the
   partition keeps a second batch: both producers move every two full batches (about 300
   records; a run is longer when the draw repeats the partition). Every partition gets
-  records, the busiest at most twice the quietest. A rule that moves on at about one
+  records, each between 0.35 and 1.75 of the mean (the spread of uniform draws). A rule that moves on at about one
   batch's worth of bytes (as aiokafka_lite's before it followed Java's: runs of ~85
   records) fails here.
 """
@@ -171,7 +171,13 @@ def check_keyless_records_follow_javas_sticky_rule(kafka: KafkaCluster) -> None:
         runs, counts = sticky_runs(read_back(kafka, topic))
         quartiles[who] = statistics.quantiles(runs, n=4)
         assert min(counts) > 0, f"{who}: a partition got no records: {counts}"
-        assert max(counts) <= 2 * min(counts), f"{who}: unbalanced: {counts}"
+        # Each partition's share follows its number of uniform draws (~340 moves over 7
+        # partitions, the one left included): between 0.35 and 1.75 of the mean fails by
+        # chance about once in two million runs (max <= 2 * min failed 1.5 % of them).
+        mean = RECORDS / PARTITIONS
+        assert 0.35 * mean <= min(counts) and max(counts) <= 1.75 * mean, (
+            f"{who}: unbalanced: {counts}"
+        )
         # Two full batches per move (see the module docstring).
         assert 1.8 * per_batch <= quartiles[who][1] <= 2.1 * per_batch, (
             f"{who}: median run of {quartiles[who][1]} records on one partition, expected "

@@ -75,6 +75,30 @@ async def test_records_land_where_the_report_says_in_call_order(
         assert order == sorted(order), f"partition {p} is not in call order"
 
 
+async def test_keyless_records_are_appended_in_runs(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """Plain keyless records go into the sticky partition's open batch a run at a time
+    (one report segment per run), not one record at a time; they still land as send()
+    would put them (tests/test_entry_points.py compares the batches), and every record is
+    read back where the report says by confluent-kafka."""
+    topic = topic_factory(4)
+    pairs: list[tuple[bytes | None, bytes | None]] = [
+        (None, b"%06d" % i + b"x" * 94) for i in range(6_000)
+    ]
+    pairs[3_000] = (b"a key", b"a keyed record between two runs of keyless ones")
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
+        report = await (await producer.send_many(topic, pairs))
+    assert len(report) == len(pairs) and not report.errors
+    # ~110 records per 16 KiB batch, about two runs each (a batch's first record starts it
+    # alone): ~150 segments, where one per record would be 6,000.
+    assert len(report._segments) < len(pairs) // 20, len(report._segments)
+    read = read_all_confluent(bootstrap, topic, expected=len(pairs))
+    where = {(r.partition, r.offset): (r.key, r.value) for r in read}
+    for i, md in enumerate(report):
+        assert where[(md.partition, md.offset)] == pairs[i]
+
+
 async def test_interleaved_with_send_under_a_small_buffer(
     bootstrap: str, topic_factory: TopicFactory
 ) -> None:

@@ -347,7 +347,9 @@ class RecordAppender(BufferPool):
         hands over when it fills a batch (:func:`~aiokafka_lite._internal.hand_over.pass_on`).
         """
         if keyless is not None:
-            await self._append_each(topic, timestamp, values, order, delivery, deadline, keyless)
+            await self._append_each(
+                topic, timestamp, keys, values, order, delivery, deadline, keyless
+            )
             return
         q = self.queue_for(topic, partition)
         pos, total, reserved = 0, len(order), 0
@@ -404,58 +406,109 @@ class RecordAppender(BufferPool):
         self,
         topic: str,
         timestamp: int,
+        keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
         order: list[int],
         delivery: BulkDelivery,
         deadline: float,
         keyless: RecordPartitioner,
     ) -> None:
-        """:meth:`append_run`'s keyless records one by one, each through
-        :meth:`_append_record` (each may move the topic on) and each a run of its own in
-        ``delivery``; placed again after a wait for memory, as ``send()``'s are."""
-        for i in order:
-            value = values[i]
-            need = record_size(None, value, None) + _BULK_HELD
-            reserved = 0
-            closed = False  # it closed a batch (filled it)
-            while True:
-                if self.shut_down is not None:  # it happened while this call awaited
-                    if reserved:
-                        self._release(reserved)
-                    delivery.record_failed(i, self.shut_down)
-                    break
-                room = reserved or (0 if self._waiters else self.limit - self.budget.used)
-                fills = self.fills
-                try:
-                    batch = self._append_record(
-                        topic, -1, timestamp, None, value, None, keyless, need, room, _BULK_HELD
-                    )
-                except BaseException:  # (placed again after a wait: the topic may be gone)
-                    if reserved:
-                        self._release(reserved)
-                    raise
-                closed = closed or self.fills != fills
+        """:meth:`append_run`'s keyless records, placed as ``send()`` places each.
+
+        Records go a run at a time into the sticky partition's open batch while no record
+        of the run could move the topic on: the bytes counted stay under twice the batch
+        limit (Java's second rule), and a batch is only closed by the record after the
+        run. The run's bytes are then counted at once, as the records' one by one would
+        be. A record that needs a new batch, memory, or may move the topic goes alone
+        through :meth:`_append_record` (:meth:`_append_one`)."""
+        pos, total = 0, len(order)
+        while pos < total:
+            if self.shut_down is None and not self._waiters:
+                partition = self._sticky_partition(keyless, topic)
+                q = self.queue_for(topic, partition)
+                batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
                 if batch is not None:
-                    self._add_run(batch, delivery, [i], timestamp)
-                    if reserved:
-                        self._release(reserved)  # its bytes are counted in used instead
-                    break
-                if reserved:  # reserved for a batch that has since been taken
+                    limit = q.batch_limit
+                    # Bytes the run may add with no record reaching 2 * limit counted.
+                    cap = 2 * limit - keyless.produced.get(topic, 0) - 1
+                    room = self.limit - self.budget.used - RUN_MEMORY
+                    before, start = len(batch.buf), pos
+                    pos = self._append_run(
+                        batch, timestamp, keys, values, order, pos, min(room, cap)
+                    )
+                    if pos > start:
+                        self._add_run(batch, delivery, order[start:pos], timestamp)
+                        batch.memory += RUN_MEMORY
+                        self.budget.used += RUN_MEMORY
+                        size = len(batch.buf)
+                        keyless.update(topic, partition, size - before, limit, size >= limit)
+                        if batch.full:  # the record after the run did not fit
+                            filled(self)
+                            if pos < total:
+                                await pass_on(self, self._wakeup)  # the sender takes it
+                            else:
+                                self._wakeup()
+                        continue
+            await self._append_one(
+                topic, timestamp, values, order[pos], delivery, deadline, keyless
+            )
+            pos += 1
+
+    async def _append_one(
+        self,
+        topic: str,
+        timestamp: int,
+        values: Sequence[bytes | None],
+        i: int,
+        delivery: BulkDelivery,
+        deadline: float,
+        keyless: RecordPartitioner,
+    ) -> None:
+        """Keyless record ``i`` of a ``send_many()`` call through :meth:`_append_record`, a
+        run of its own in ``delivery``; placed again after a wait for memory, as
+        ``send()``'s are."""
+        value = values[i]
+        need = record_size(None, value, None) + _BULK_HELD
+        reserved = 0
+        closed = False  # it closed a batch (filled it)
+        while True:
+            if self.shut_down is not None:  # it happened while this call awaited
+                if reserved:
                     self._release(reserved)
-                    reserved = 0
-                whole = need + BATCH_MEMORY  # (placed again after the wait: it may start one)
-                if whole > self.limit:
-                    delivery.record_failed(i, too_large_for_buffer(whole, topic, self.limit))
-                    break
-                limit = self._limits.get(topic) or self._limit_for(1.0)  # a new batch's
-                reserved = min(max(whole, limit), self.limit)
-                try:
-                    await self.reserve(reserved, topic, max(0.0, deadline - time.monotonic()))
-                except KafkaError as e:
-                    delivery.record_failed(i, e)
-                    break
-            if closed:
-                await pass_on(self, self._wakeup)  # the sender takes the full batch
+                delivery.record_failed(i, self.shut_down)
+                break
+            room = reserved or (0 if self._waiters else self.limit - self.budget.used)
+            fills = self.fills
+            try:
+                batch = self._append_record(
+                    topic, -1, timestamp, None, value, None, keyless, need, room, _BULK_HELD
+                )
+            except BaseException:  # (placed again after a wait: the topic may be gone)
+                if reserved:
+                    self._release(reserved)
+                raise
+            closed = closed or self.fills != fills
+            if batch is not None:
+                self._add_run(batch, delivery, [i], timestamp)
+                if reserved:
+                    self._release(reserved)  # its bytes are counted in used instead
+                break
+            if reserved:  # reserved for a batch that has since been taken
+                self._release(reserved)
+                reserved = 0
+            whole = need + BATCH_MEMORY  # (placed again after the wait: it may start one)
+            if whole > self.limit:
+                delivery.record_failed(i, too_large_for_buffer(whole, topic, self.limit))
+                break
+            limit = self._limits.get(topic) or self._limit_for(1.0)  # a new batch's
+            reserved = min(max(whole, limit), self.limit)
+            try:
+                await self.reserve(reserved, topic, max(0.0, deadline - time.monotonic()))
+            except KafkaError as e:
+                delivery.record_failed(i, e)
+                break
+        if closed:
+            await pass_on(self, self._wakeup)  # the sender takes the full batch
 
     def _append_run(
         self,
@@ -470,7 +523,8 @@ class RecordAppender(BufferPool):
         """Encode ``order[pos:]`` into ``batch`` up to its limit or ``budget`` bytes.
 
         Counts the bytes in ``used``; marks the batch full when the next record
-        would not fit its limit. Returns the position it stopped at.
+        would not fit its limit (not when the budget stopped it). Returns the position it
+        stopped at.
         """
         limit = batch.queue.batch_limit
         before, count = len(batch.buf), batch.count
@@ -482,7 +536,11 @@ class RecordAppender(BufferPool):
         self.budget.used += added
         if end < len(order):
             i = order[end]
-            if len(batch.buf) + record_size(keys[i], values[i], None) > limit:
+            size = record_size(keys[i], values[i], None)  # (an upper bound)
+            # Full only if the limit stopped the run: with room left in the budget for the
+            # next record, the encoder refused it for the limit. Else the record is tried
+            # again, exactly, by the next append.
+            if len(batch.buf) + size > limit and added + size + BULK_RECORD_MEMORY <= budget:
                 batch.full = True
         return end
 

@@ -6,9 +6,10 @@ partition's records of the chunk are encoded into its batches in one run
 (:meth:`~aiokafka_lite._internal.appender.RecordAppender.append_run`): no future and no
 call per record. Runs of plain records (bytes, no serializer, the default
 partitioner) are placed in one call (:func:`~aiokafka_lite._internal.partitioner.place_plain`,
-compiled when built). Keyless records (with the default partitioner) go through the same
-door one by one, each through the routine of ``send()``'s records: the accumulator places
-each on the topic's sticky partition as its batches fill (KIP-794), so they land where
+compiled when built), and plain keyless ones gathered in order with no check per record
+beyond their type and size. Keyless records (with the default partitioner) are placed by
+the accumulator as they are appended, a run at a time into the sticky partition's open
+batch while no record of the run could move the topic on (KIP-794), so they land where
 ``send()`` would put them. The outcome reaches the call's
 :class:`~aiokafka_lite._internal.bulk_delivery.BulkDelivery` per batch. A bad record fails
 alone, in the delivery report. With interceptors, each record goes through
@@ -113,12 +114,16 @@ def _group(
     limit = placement.max_request_size - MAX_RECORD_OVERHEAD
     i = lo
     while i < hi:
-        by_partition = segments[-1]
-        if plain:  # a run of plain records in one call (compiled when built)
+        if plain:
+            if partition is None and _keyless_plain(items[i], limit):
+                i = _place_keyless(items, i, hi, keys, values, limit, _keyless_order(segments))
+                continue
+            by_partition = segments[-1]
             if -1 in by_partition:
                 by_partition = {}
                 segments.append(by_partition)
-            i = place_plain(
+            # A run of plain keyed records in one call (compiled when built).
+            stop = place_plain(
                 items,
                 i,
                 hi,
@@ -130,8 +135,9 @@ def _group(
                 placement.partitioner.hashes,
                 by_partition,
             )
-            if i == hi:
-                break
+            if stop > i or stop == hi:
+                i = stop
+                continue
         p = _group_one(placement, topic, items, i, keys, values, partition, parts, delivery)
         if p is not None:
             if segments[-1] and ((p < 0) != (-1 in segments[-1])):
@@ -139,6 +145,45 @@ def _group(
             segments[-1].setdefault(p, []).append(i)
         i += 1
     return segments
+
+
+def _keyless_plain(item: object, limit: int) -> bool:
+    """Whether ``item`` is a plain keyless record: ``(None, bytes | None)`` of at most
+    ``limit`` bytes (no serializer, default partitioner: nothing to check beyond this)."""
+    if type(item) is not tuple or len(item) != 2 or item[0] is not None:
+        return False
+    value = item[1]
+    return value is None or (type(value) is bytes and len(value) <= limit)
+
+
+def _keyless_order(segments: list[dict[int, list[int]]]) -> list[int]:
+    """The last segment's keyless indices, in a new segment after keyed records."""
+    last = segments[-1]
+    if last and -1 not in last:
+        last = {}
+        segments.append(last)
+    return last.setdefault(-1, [])
+
+
+def _place_keyless(
+    items: list[tuple[Any, Any]],
+    lo: int,
+    hi: int,
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    limit: int,
+    order: list[int],
+) -> int:
+    """Plain keyless records from ``items[lo]`` on into ``order`` (their partition is the
+    sticky one, chosen as each is appended); returns the first index that is not one."""
+    for i in range(lo, hi):
+        item = items[i]
+        if not _keyless_plain(item, limit):
+            return i
+        keys[i] = None
+        values[i] = item[1]
+        order.append(i)
+    return hi
 
 
 def _group_one(

@@ -19,9 +19,9 @@ reports its own placement.
   record that does not fit closes a batch after fewer than ``batch.size`` bytes and the
   partition keeps a second batch: both producers move every two full batches (about 300
   records; a run is longer when the draw repeats the partition). Every partition gets
-  records, each between 0.35 and 1.75 of the mean (the spread of uniform draws). A rule that moves on at about one
-  batch's worth of bytes (as aiokafka_lite's before it followed Java's: runs of ~85
-  records) fails here.
+  records, each between 0.35 and 1.75 of the mean (the spread of uniform draws). A rule
+  that moves on at about one batch's worth of bytes (as aiokafka_lite's before it
+  followed Java's: runs of ~85 records) fails here.
 """
 
 from __future__ import annotations

@@ -260,3 +260,38 @@ async def test_max_block_ms_bounds_the_whole_call(
     assert delivered, "what fit in the buffer is delivered once the broker thaws"
     read = read_all_confluent(bootstrap, topic, expected=1 + len(delivered))
     assert len(read) == 1 + len(delivered)
+
+
+@pytest.mark.parametrize(("size", "batch_size"), [(500, 600), (1_000, 2_048)])
+async def test_a_keyless_call_yields_after_each_batch_it_fills(
+    bootstrap: str, topic_factory: TopicFactory, size: int, batch_size: int
+) -> None:
+    """A keyless call yields once after each batch it fills, so that the sender takes
+    it while the call goes on (hand_over.pass_on), also when the batch is closed by the
+    first record of a run (it did not fit the open batch). Records of more than half a
+    batch: each starts a batch and the next closes it (N records, N - 1 fills). A task
+    that counts its turns of the loop while the call runs sees one turn per yield."""
+    topic = topic_factory(3)
+    count = 400
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, batch_size=batch_size, linger_ms=60_000
+    ) as producer:
+        await producer.partitions_for(topic)
+        turns, done = 0, False
+
+        async def ticker() -> None:
+            nonlocal turns
+            while not done:
+                turns += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)  # (the ticker's first turn)
+        turns = 0
+        fut = await producer.send_many(topic, [(None, bytes(size))] * count)
+        done = True
+        await task
+        await producer.flush()
+        report = await fut
+    assert len(report) == count and not report.errors
+    assert turns >= count - 1, turns

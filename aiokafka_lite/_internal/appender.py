@@ -442,12 +442,13 @@ class RecordAppender(BufferPool):
                         self.budget.used += RUN_MEMORY
                         size = len(batch.buf)
                         keyless.update(topic, partition, size - before, limit, size >= limit)
-                        if batch.full:  # the record after the run did not fit
-                            filled(self)
-                            if pos < total:
-                                await pass_on(self, self._wakeup)  # the sender takes it
-                            else:
-                                self._wakeup()
+                    if batch.full:  # the record after the run (maybe its first) did not fit
+                        filled(self)
+                        if pos < total:
+                            await pass_on(self, self._wakeup)  # the sender takes it
+                        else:
+                            self._wakeup()
+                    if pos > start or batch.full:
                         continue
             await self._append_one(
                 topic, timestamp, values, order[pos], delivery, deadline, keyless

@@ -187,6 +187,19 @@ class RecordAppender(BufferPool):
         """
         if self.budget.used + size + SEND_BOUND > self.limit or self._waiters:
             return None
+        return self._append_send(topic, partition, timestamp, key, value, headers, keyless)
+
+    def _append_send(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        keyless: RecordPartitioner | None,
+    ) -> asyncio.Future[RecordMetadata]:
+        # A send() record through the routine (its memory checked or reserved) and its future.
         batch = self._append_record(
             topic, partition, timestamp, key, value, headers, keyless, 0, _ANY_ROOM, _SEND_HELD
         )
@@ -222,14 +235,10 @@ class RecordAppender(BufferPool):
         await self.reserve(reserved, topic, timeout)
         self._check_not_shut_down(reserved)
         try:
-            batch = self._append_record(
-                topic, partition, timestamp, key, value, headers, keyless, 0, _ANY_ROOM, _SEND_HELD
-            )
+            fut = self._append_send(topic, partition, timestamp, key, value, headers, keyless)
         except BaseException:  # (with keyless, placed only now: the topic may be gone)
             self._release(reserved)
             raise
-        assert batch is not None  # (any room: never refused)
-        fut = batch.records.add(batch.count - 1, timestamp)
         # Its bytes are counted in used now. size is an upper bound: what the record left
         # of the reservation may let the next waiter in.
         self._release(reserved)

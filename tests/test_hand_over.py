@@ -96,6 +96,30 @@ async def test_a_loop_of_awaited_sends_gets_acknowledgements_while_it_runs(
     assert [r.value for r in read] == [b"first", *(value(i) for i in range(len(futures)))]
 
 
+async def test_a_loop_of_awaited_send_batch_calls_gets_acknowledgements_while_it_runs(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """send_batch() queues the batch, wakes the sender and yields once (hand_over.pass_on):
+    the loop's first batches are acknowledged while it goes on building more."""
+    async with first_sent(None, bootstrap, topic_factory) as (producer, topic):
+        await asyncio.sleep(0.2)  # the sender has nothing to do: it sleeps until woken
+        futures, n = [], 0
+        while n < LOOP and not (futures and futures[0].done()):
+            batch = producer.create_batch()
+            for _ in range(10):
+                assert batch.append(key=None, value=value(n), timestamp=None) is not None
+                n += 1
+            futures.append(await producer.send_batch(batch, topic, partition=0))
+        # Without the wake the idle sender sleeps on: nothing is sent (let alone
+        # acknowledged) before the loop ends.
+        assert futures[0].done(), "no batch was acknowledged while the loop ran"
+        assert n < LOOP
+        offsets = [md.offset for md in await asyncio.gather(*futures)]
+        assert offsets == list(range(1, 1 + n, 10))
+    read = read_all_confluent(bootstrap, topic, 1 + n)
+    assert [r.value for r in read] == [b"first", *(value(i) for i in range(n))]
+
+
 @dataclass
 class Looping:
     producer: AIOKafkaProducer[Any, Any]

@@ -84,11 +84,14 @@ def filled(fills: Fills) -> None:
     fills.fills += 1
 
 
-async def pass_on(fills: Fills, wake: Callable[[], None]) -> None:
+async def pass_on(fills: Fills, wake: Callable[[], None] | None) -> None:
     """A ``send_many()`` or ``send_batch()`` call filled (or queued) a batch: wake the
     sender and yield once, so that it takes the batch while the call goes on. The task
-    has handed over: it is no longer a filler for its next ``send()``."""
-    wake()
+    has handed over: it is no longer a filler for its next ``send()``. ``wake`` is None
+    when the sender was woken already (``send_batch()``: the accumulator wakes it as it
+    queues the batch)."""
+    if wake is not None:
+        wake()
     await asyncio.sleep(0)
     last = fills.filler
     if last is not None and last() is asyncio.current_task():

@@ -86,8 +86,8 @@ class ProducerBulk(Generic[K, V]):
             return empty
         fut = await self._acc.append_built(topic, partition, builder, self._max_block)
         # A yield per batch lets the sender ship it while the caller builds the
-        # next one, instead of after a whole loop of batches.
-        await pass_on(self._acc, self._acc.wakeup)
+        # next one, instead of after a whole loop of batches. (Queuing it woke the sender.)
+        await pass_on(self._acc, None)
         return fut
 
     async def send_many(

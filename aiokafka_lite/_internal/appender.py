@@ -40,7 +40,7 @@ import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import KafkaError
 from ..structs import RecordMetadata
@@ -105,6 +105,9 @@ class RecordAppender(BufferPool):
         self._limits: dict[str, int] = {}  # topic -> batch_limit for its next batches
         self._batch_size = batch_size
         self._queues: dict[str, dict[int, PartitionQueue]] = {}
+        # The same dict, read by the append core and the fast path (an attribute, not a
+        # property: the core reads it per record); never replaced.
+        self.queues: Final = self._queues
         self._nonempty: dict[PartitionQueue, None] = {}  # insertion-ordered set
         self._incomplete: set[ProducerBatch] = set()
         # Set by abort_undrained (the producer stopped or failed for good): no
@@ -125,11 +128,6 @@ class RecordAppender(BufferPool):
     def batch_size(self) -> int:
         """The producer's ``batch_size`` (a new queue's batch limit without compression)."""
         return self._batch_size
-
-    @property
-    def queues(self) -> dict[str, dict[int, PartitionQueue]]:
-        """topic -> partition -> its queue: the same dict for the accumulator's life."""
-        return self._queues
 
     def send_path(self, partitioner: RecordPartitioner, max_request_size: int) -> SendPath:
         """``send()``'s fast path over this accumulator's budget and queues, placing with

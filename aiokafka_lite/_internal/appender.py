@@ -475,6 +475,8 @@ class RecordAppender(BufferPool):
         runs.append((batch.count - len(indices), timestamp, indices))
 
     def new_batch(self, q: PartitionQueue, timestamp: int) -> ProducerBatch:
+        """A new open batch at the end of ``q``; ``q``'s batch limit is first set from the
+        topic's compression estimate."""
         if self._compress is not None:
             q.batch_limit = self._limits.get(q.tp.topic, q.batch_limit)
         batch = ProducerBatch(
@@ -494,6 +496,7 @@ class RecordAppender(BufferPool):
         return batch
 
     def discard_empty(self, batch: ProducerBatch) -> None:
+        """Drop a new batch whose first record failed to encode (the append core's)."""
         self.discard_queued(batch)
         self._incomplete.discard(batch)
 

@@ -3,7 +3,8 @@
 The record encoder (:mod:`aiokafka_lite._internal.records`), murmur2
 (:mod:`aiokafka_lite._internal.partitioner`),
 the per-record delivery futures (:mod:`aiokafka_lite._internal.delivery`), ``send()``'s fast path
-(:mod:`aiokafka_lite._internal.send_path`), ``create_batch()``'s builder
+(:mod:`aiokafka_lite._internal.send_path`), the accumulator's append core
+(:mod:`aiokafka_lite._internal.append_core`), ``create_batch()``'s builder
 (:mod:`aiokafka_lite._internal.batch_builder`) and the Spark tasks' rows
 (:mod:`aiokafka_lite.spark.arrow_rows`: appended from Arrow buffers) each have a compiled
 twin (Cython, built by ``pip install``) with the same API and the same bytes on the wire.
@@ -81,6 +82,15 @@ TWINS: tuple[Twin, ...] = (
             "SendPath": "PySendPath",
             "ProducerBatchBase": "PyProducerBatchBase",
             "MemoryBudget": "PyMemoryBudget",
+        },
+    ),
+    Twin(
+        "_cappend_core",  # (after _csend_path, whose batch and budget it cimports)
+        "append_core",
+        {
+            "append_record": "py_append_record",
+            "append_run": "py_append_run",
+            "sticky_partition": "py_sticky_partition",
         },
     ),
     Twin("_cbatch_builder", "batch_builder", {"BatchBuilder": "PyBatchBuilder"}),

@@ -25,7 +25,14 @@ from hypothesis import strategies as st
 
 import aiokafka_lite
 from aiokafka_lite import speedups
-from aiokafka_lite._internal import _twin_contracts, delivery, partitioner, records, send_path
+from aiokafka_lite._internal import (
+    _twin_contracts,
+    append_core,
+    delivery,
+    partitioner,
+    records,
+    send_path,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,6 +100,7 @@ def test_this_process_uses_what_the_environment_asks_for() -> None:
     assert (delivery.RecordFutures is not delivery.PyRecordFutures) is speedups.COMPILED
     assert (send_path.SendPath is not send_path.PySendPath) is speedups.COMPILED
     assert (send_path.ProducerBatchBase is not send_path.PyProducerBatchBase) is speedups.COMPILED
+    assert (append_core.append_record is not append_core.py_append_record) is speedups.COMPILED
 
 
 def test_the_environment_variable_forces_pure_python() -> None:

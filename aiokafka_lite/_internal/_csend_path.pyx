@@ -35,17 +35,12 @@ import time as _time  # (time.time looked up per record, as the general path doe
 
 cdef class ProducerBatchBase(RecordBatchBuilder):
     """The base class of a ProducerBatch: what the fast path reads and writes of it (see
-    send_path.ProducerBatchBase)."""
-
-    cdef public bint full
-    cdef public Py_ssize_t memory
-    cdef public RecordFutures records
+    send_path.ProducerBatchBase; its fields are declared in _csend_path.pxd)."""
 
 
 cdef class MemoryBudget:
-    """The buffer_memory budget's count of bytes taken (see send_path.MemoryBudget)."""
-
-    cdef public Py_ssize_t used
+    """The buffer_memory budget's count of bytes taken (see send_path.MemoryBudget; its
+    field is declared in _csend_path.pxd)."""
 
 
 

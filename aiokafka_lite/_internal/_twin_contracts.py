@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..structs import BatchRecordMetadata, RecordMetadata, TopicPartition
+    from .append_core import Appender
     from .compression import Compressor
     from .delivery import RecordFutures
     from .hand_over import Declined
     from .partitioner import KeyHashCache
     from .placement import RecordPartitioner
+    from .producer_batch import ProducerBatch
     from .records import Header
     from .send_path import Accumulator
 
@@ -178,6 +180,44 @@ class NewSendPath(Protocol):
     ) -> SendPathContract: ...
 
 
+# -- _cappend_core / append_core ----------------------------------------------------------
+
+
+class AppendRecord(Protocol):
+    def __call__(
+        self,
+        acc: Appender,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        keyless: RecordPartitioner | None,
+        need: int,
+        room: int,
+        held: int,
+    ) -> ProducerBatch | None: ...
+
+
+class StickyPartition(Protocol):
+    def __call__(self, acc: Appender, keyless: RecordPartitioner, topic: str) -> int: ...
+
+
+class AppendRun(Protocol):
+    def __call__(
+        self,
+        acc: Appender,
+        batch: ProducerBatch,
+        timestamp: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        order: list[int],
+        pos: int,
+        budget: int,
+    ) -> int: ...
+
+
 # -- _cbatch_builder / batch_builder ------------------------------------------------------
 
 
@@ -236,11 +276,16 @@ CONTRACTS: dict[str, dict[str, tuple[type, type | None]]] = {
         "ProducerBatchBase": (NewProducerBatchBase, ProducerBatchBaseContract),
         "MemoryBudget": (NewMemoryBudget, MemoryBudgetContract),
     },
+    "_cappend_core": {
+        "append_record": (AppendRecord, None),
+        "append_run": (AppendRun, None),
+        "sticky_partition": (StickyPartition, None),
+    },
     "_cbatch_builder": {"BatchBuilder": (NewBatchBuilder, BatchBuilderContract)},
 }
 
 if TYPE_CHECKING:  # mypy checks each pure implementation against its contract
-    from . import batch_builder, delivery, partitioner, records, send_path
+    from . import append_core, batch_builder, delivery, partitioner, records, send_path
 
     _records: NewRecordBatchBuilder = records.PyRecordBatchBuilder
     _murmur2: Murmur2 = partitioner.py_murmur2
@@ -255,3 +300,6 @@ if TYPE_CHECKING:  # mypy checks each pure implementation against its contract
     _producer_batch_base: NewProducerBatchBase = send_path.PyProducerBatchBase
     _memory_budget: NewMemoryBudget = send_path.PyMemoryBudget
     _batch_builder: NewBatchBuilder = batch_builder.PyBatchBuilder
+    _append_record: AppendRecord = append_core.py_append_record
+    _append_run: AppendRun = append_core.py_append_run
+    _sticky_partition: StickyPartition = append_core.py_sticky_partition

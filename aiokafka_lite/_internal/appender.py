@@ -4,17 +4,21 @@ Java's ``RecordAccumulator.append`` and its helpers, apart from the queues' othe
 side (readiness, expiry, drain: :mod:`aiokafka_lite._internal.accumulator`) so that
 each half reads on its own.
 
-One routine takes a record into a batch, :meth:`RecordAppender._append_record`: place it
-(its partition, or a keyless record's sticky partition), the open batch takes it or
-closes (a keyless record is then placed again), else a new batch; count its memory;
-count a keyless record's bytes for the sticky rule. Every path prepares its records (the
-producer checks, serializes and sizes them) and then comes in through one door per shape
-of input, each waiting for memory itself when the budget is short:
+One routine takes a record into a batch, and one encoder a run of records, both in
+:mod:`aiokafka_lite._internal.append_core` (compiled when built), with no wait in them:
+:func:`~aiokafka_lite._internal.append_core.append_record` places the record (its
+partition, or a keyless record's sticky partition), the open batch takes it or closes (a
+keyless record is then placed again), else a new batch; it counts its memory, and a
+keyless record's bytes for the sticky rule. This module keeps the doors: every path
+prepares its records (the producer checks, serializes and sizes them) and then comes in
+through one door per shape of input, each waiting for memory itself when the budget is
+short and handing over when it fills a batch:
 
 * :meth:`RecordAppender.append`: one ``send()`` record on its general path
   (:meth:`RecordAppender.try_append`, its first step, never waits: ``try_send()``);
 * :meth:`RecordAppender.append_run`: ``send_many()``'s records, a partition's run encoded
-  at once, or keyless records one by one through the same routine;
+  at once (:func:`~aiokafka_lite._internal.append_core.append_run`), or keyless records a
+  run at a time or one by one through the same routine;
 * :meth:`RecordAppender.append_built`: ``send_batch()``'s batch, built by the user (the
   Spark writer's too), queued whole under the same budget.
 
@@ -36,10 +40,11 @@ import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import KafkaError
 from ..structs import RecordMetadata
+from . import append_core
 from .buffer_pool import (
     BATCH_MEMORY,
     BULK_RECORD_MEMORY,
@@ -100,6 +105,9 @@ class RecordAppender(BufferPool):
         self._limits: dict[str, int] = {}  # topic -> batch_limit for its next batches
         self._batch_size = batch_size
         self._queues: dict[str, dict[int, PartitionQueue]] = {}
+        # The same dict, read by the append core and the fast path (an attribute, not a
+        # property: the core reads it per record); never replaced.
+        self.queues: Final = self._queues
         self._nonempty: dict[PartitionQueue, None] = {}  # insertion-ordered set
         self._incomplete: set[ProducerBatch] = set()
         # Set by abort_undrained (the producer stopped or failed for good): no
@@ -117,9 +125,9 @@ class RecordAppender(BufferPool):
         return self._wakeup
 
     @property
-    def queues(self) -> dict[str, dict[int, PartitionQueue]]:
-        """topic -> partition -> its queue: the same dict for the accumulator's life."""
-        return self._queues
+    def batch_size(self) -> int:
+        """The producer's ``batch_size`` (a new queue's batch limit without compression)."""
+        return self._batch_size
 
     def send_path(self, partitioner: RecordPartitioner, max_request_size: int) -> SendPath:
         """``send()``'s fast path over this accumulator's budget and queues, placing with
@@ -162,7 +170,7 @@ class RecordAppender(BufferPool):
             estimate = max(observed, estimate - _RATIO_IMPROVE)
         estimate = min(estimate, 1.0)
         self._ratios[topic] = estimate
-        # Taken up by each partition's next batch (see _new_batch): not a loop
+        # Taken up by each partition's next batch (see new_batch): not a loop
         # over the topic's partitions per batch sent.
         self._limits[topic] = self._limit_for(estimate)
 
@@ -183,7 +191,8 @@ class RecordAppender(BufferPool):
         ``size`` is an upper bound of the record's encoded size. Returns None, appending
         nothing, when that much budget (plus what the record may hold, ``SEND_BOUND``) is
         not free, or others are already waiting for it. With ``keyless`` (a record without
-        key or partition) the accumulator places it (see :meth:`_append_record`).
+        key or partition) the accumulator places it (see
+        :func:`~aiokafka_lite._internal.append_core.append_record`).
         """
         if self.budget.used + size + SEND_BOUND > self.limit or self._waiters:
             return None
@@ -200,8 +209,18 @@ class RecordAppender(BufferPool):
         keyless: RecordPartitioner | None,
     ) -> asyncio.Future[RecordMetadata]:
         # A send() record through the routine (its memory checked or reserved) and its future.
-        batch = self._append_record(
-            topic, partition, timestamp, key, value, headers, keyless, 0, _ANY_ROOM, _SEND_HELD
+        batch = append_core.append_record(
+            self,
+            topic,
+            partition,
+            timestamp,
+            key,
+            value,
+            headers,
+            keyless,
+            0,
+            _ANY_ROOM,
+            _SEND_HELD,
         )
         assert batch is not None  # (any room: never refused)
         fut: asyncio.Future[RecordMetadata] = batch.records.add(batch.count - 1, timestamp)
@@ -244,90 +263,6 @@ class RecordAppender(BufferPool):
         self._release(reserved)
         return fut
 
-    def _append_record(
-        self,
-        topic: str,
-        partition: int,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] | None,
-        keyless: RecordPartitioner | None,
-        need: int,
-        room: int,
-        held: int,
-    ) -> ProducerBatch | None:
-        """The one way a record goes into a batch (Java's ``RecordAccumulator.append``).
-
-        Place it: ``partition``, or with ``keyless`` the topic's sticky partition. The
-        partition's open batch takes it; a batch it does not fit is closed (marked full,
-        the fill reported to :func:`~aiokafka_lite._internal.hand_over.filled`) and a keyless
-        record is placed again (the closed batch may move the topic on). Else a new batch
-        takes it. Its bytes, a new batch's ``BATCH_MEMORY`` and ``held`` (what the record
-        holds beside its bytes) are counted in the budget and the batch; a keyless record's
-        bytes (with a new batch's header) in the partitioner (``RecordPartitioner.update``).
-        Returns the batch, whose last record it is; None, appending nothing, when ``need``
-        bytes (plus ``BATCH_MEMORY`` if it must start a batch) are more than ``room``.
-
-        ``send()``'s fast path (:mod:`~aiokafka_lite._internal.send_path`, compiled when
-        built) is this routine's one-record case on an open batch, written again there by
-        design (no Python call from ``send()`` to its future): the sticky rule and the count
-        of a keyless record's bytes exist here and in that twin only.
-        """
-        added = 0
-        while True:
-            if keyless is not None:
-                partition = self._sticky_partition(keyless, topic)
-            try:
-                q = self._queues[topic][partition]
-            except KeyError:
-                q = self.queue_for(topic, partition)
-            batches = q.batches
-            if batches:
-                batch = batches[-1]
-                if not batch.full:
-                    if need > room:
-                        return None
-                    added = batch.append(timestamp, key, value, headers, q.batch_limit)
-                    if not added:
-                        batch.full = True
-                        filled(self)
-                        if keyless is not None:
-                            continue  # the closed batch may move the topic on: place again
-            break
-        if added:
-            appended = added
-        else:
-            if need + BATCH_MEMORY > room:
-                return None
-            batch = self._new_batch(q, timestamp)
-            try:
-                added = BATCH_MEMORY + batch.append(timestamp, key, value, headers, q.batch_limit)
-            except BaseException:
-                self._discard_empty(batch)  # never leave an empty batch in the queue
-                raise
-            appended = len(batch.buf)  # (Java counts a new batch's header too)
-        added += held
-        batch.memory += added
-        self.budget.used += added  # (nothing above changed it: no await, no callback)
-        if keyless is not None:
-            limit = q.batch_limit
-            keyless.update(topic, partition, appended, limit, len(batch.buf) >= limit)
-        return batch
-
-    def _sticky_partition(self, keyless: RecordPartitioner, topic: str) -> int:
-        """The topic's sticky partition for its next keyless record, moved on first if
-        its bytes were reached and its batches are all full (Java's ``allBatchesFull``:
-        none open, the last closed or sent). A batch at its limit but not marked full
-        refuses the next record, which is then placed again: the same move."""
-        partition = keyless.peek(topic)
-        if keyless.produced.get(topic):
-            q = self._queues.get(topic, {}).get(partition)
-            if q is None or not q.batches or q.batches[-1].full:
-                limit = self._batch_size if q is None else q.batch_limit
-                partition = keyless.update(topic, partition, 0, limit, True)
-        return partition
-
     def create_future(self) -> asyncio.Future[Any]:
         return self._loop.create_future()
 
@@ -349,7 +284,7 @@ class RecordAppender(BufferPool):
         No future per record: their outcome reaches ``delivery`` per batch. Records for
         ``partition`` are encoded a whole run at a time into its open batch. With
         ``keyless`` (records without key or partition: ``partition`` is -1) each goes
-        through the routine of ``send()``'s records (:meth:`_append_record`: the topic's
+        through the routine of ``send()``'s records (``append_core.append_record``: the topic's
         sticky partition, placed again when it closes a batch, its bytes counted), so that
         they land where ``send()`` would put them. Memory is awaited (FIFO, until the
         call's ``deadline`` on the monotonic clock) when the budget runs out, and the call
@@ -376,13 +311,13 @@ class RecordAppender(BufferPool):
             room = reserved or (0 if self._waiters else self.limit - self.budget.used)
             if room >= need:
                 if batch is None:
-                    batch = self._new_batch(q, timestamp)
+                    batch = self.new_batch(q, timestamp)
                     room -= BATCH_MEMORY
                     batch.memory += BATCH_MEMORY
                     self.budget.used += BATCH_MEMORY
                 start = pos
-                pos = self._append_run(
-                    batch, timestamp, keys, values, order, pos, room - RUN_MEMORY
+                pos = append_core.append_run(
+                    self, batch, timestamp, keys, values, order, pos, room - RUN_MEMORY
                 )
                 if pos > start:
                     self._add_run(batch, delivery, order[start:pos], timestamp)
@@ -429,11 +364,11 @@ class RecordAppender(BufferPool):
         limit (Java's second rule), and a batch is only closed by the record after the
         run. The run's bytes are then counted at once, as the records' one by one would
         be. A record that needs a new batch, memory, or may move the topic goes alone
-        through :meth:`_append_record` (:meth:`_append_one`)."""
+        through the routine (:meth:`_append_one`)."""
         pos, total = 0, len(order)
         while pos < total:
             if self.shut_down is None and not self._waiters:
-                partition = self._sticky_partition(keyless, topic)
+                partition = append_core.sticky_partition(self, keyless, topic)
                 q = self.queue_for(topic, partition)
                 batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
                 if batch is not None:
@@ -442,8 +377,8 @@ class RecordAppender(BufferPool):
                     cap = 2 * limit - keyless.produced.get(topic, 0) - 1
                     room = self.limit - self.budget.used - RUN_MEMORY
                     before, start = len(batch.buf), pos
-                    pos = self._append_run(
-                        batch, timestamp, keys, values, order, pos, min(room, cap)
+                    pos = append_core.append_run(
+                        self, batch, timestamp, keys, values, order, pos, min(room, cap)
                     )
                     if pos > start:
                         self._add_run(batch, delivery, order[start:pos], timestamp)
@@ -474,7 +409,7 @@ class RecordAppender(BufferPool):
         deadline: float,
         keyless: RecordPartitioner,
     ) -> None:
-        """Keyless record ``i`` of a ``send_many()`` call through :meth:`_append_record`, a
+        """Keyless record ``i`` of a ``send_many()`` call through the routine, a
         run of its own in ``delivery``; placed again after a wait for memory, as
         ``send()``'s are."""
         value = values[i]
@@ -490,8 +425,8 @@ class RecordAppender(BufferPool):
             room = reserved or (0 if self._waiters else self.limit - self.budget.used)
             fills = self.fills
             try:
-                batch = self._append_record(
-                    topic, -1, timestamp, None, value, None, keyless, need, room, _BULK_HELD
+                batch = append_core.append_record(
+                    self, topic, -1, timestamp, None, value, None, keyless, need, room, _BULK_HELD
                 )
             except BaseException:  # (placed again after a wait: the topic may be gone)
                 if reserved:
@@ -520,40 +455,6 @@ class RecordAppender(BufferPool):
         if closed:
             await pass_on(self, self._wakeup)  # the sender takes the full batch
 
-    def _append_run(
-        self,
-        batch: ProducerBatch,
-        timestamp: int,
-        keys: Sequence[bytes | None],
-        values: Sequence[bytes | None],
-        order: list[int],
-        pos: int,
-        budget: int,
-    ) -> int:
-        """Encode ``order[pos:]`` into ``batch`` up to its limit or ``budget`` bytes.
-
-        Counts the bytes in ``used``; marks the batch full when the next record
-        would not fit its limit (not when the budget stopped it). Returns the position it
-        stopped at.
-        """
-        limit = batch.queue.batch_limit
-        before, count = len(batch.buf), batch.count
-        end = batch.append_many(
-            timestamp, keys, values, order, pos, limit, budget, BULK_RECORD_MEMORY
-        )
-        added = len(batch.buf) - before + (batch.count - count) * BULK_RECORD_MEMORY
-        batch.memory += added
-        self.budget.used += added
-        if end < len(order):
-            i = order[end]
-            size = record_size(keys[i], values[i], None)  # (an upper bound)
-            # Full only if the limit stopped the run: with room left in the budget for the
-            # next record, the encoder refused it for the limit. Else the record is tried
-            # again, exactly, by the next append.
-            if len(batch.buf) + size > limit and added + size + BULK_RECORD_MEMORY <= budget:
-                batch.full = True
-        return end
-
     @staticmethod
     def _fail_records(delivery: BulkDelivery, indices: list[int], exc: BaseException) -> None:
         for i in indices:
@@ -573,7 +474,9 @@ class RecordAppender(BufferPool):
         # The run was just encoded: its first record's offset delta. Nothing per record.
         runs.append((batch.count - len(indices), timestamp, indices))
 
-    def _new_batch(self, q: PartitionQueue, timestamp: int) -> ProducerBatch:
+    def new_batch(self, q: PartitionQueue, timestamp: int) -> ProducerBatch:
+        """A new open batch at the end of ``q``; ``q``'s batch limit is first set from the
+        topic's compression estimate."""
         if self._compress is not None:
             q.batch_limit = self._limits.get(q.tp.topic, q.batch_limit)
         batch = ProducerBatch(
@@ -592,7 +495,8 @@ class RecordAppender(BufferPool):
         self._wakeup()
         return batch
 
-    def _discard_empty(self, batch: ProducerBatch) -> None:
+    def discard_empty(self, batch: ProducerBatch) -> None:
+        """Drop a new batch whose first record failed to encode (the append core's)."""
         self.discard_queued(batch)
         self._incomplete.discard(batch)
 

@@ -150,7 +150,7 @@ class SendPath:
         not fit the open batch, now marked full) or :data:`NOT_PLAIN` (not this case).
 
         The first step of ``send()``, before the accumulator's door: the one-record case
-        of the appender's routine (``RecordAppender._append_record``) on an open batch,
+        of the appender's routine (``append_core.append_record``) on an open batch,
         written again here by design (no Python call from ``send()`` to its future). Its
         placement, memory and count of a keyless record's bytes must stay that routine's
         (``tests/test_entry_points.py``, ``tests/test_sticky_partitioning.py``)."""

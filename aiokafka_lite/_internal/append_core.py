@@ -4,7 +4,7 @@ Java's ``RecordAccumulator.append`` and ``tryAppend`` with no wait in them, sync
 the appender's doors (:class:`~aiokafka_lite._internal.appender.RecordAppender`) wait for
 memory, hand over and report deliveries, and call these for the rest.
 
-* :func:`append_record`: THE routine by which one record goes into a batch. Place it
+* :func:`append_record`: the one routine by which one record goes into a batch. Place it
   (its partition, or a keyless record's sticky partition: :func:`sticky_partition`), the
   open batch takes it or closes (a keyless record is then placed again), else a new
   batch; count its memory, and a keyless record's bytes for the sticky rule.

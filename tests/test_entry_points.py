@@ -263,12 +263,4 @@ def test_every_entry_point_places_counts_and_encodes_alike(
     reference = got["send"]
     assert sum(len(b) for b in reference[0].values()) >= 1  # (flushed: at least one batch)
     for entry, result in got.items():
-        if entry == "send_many" and result[1] is not None and reference[1] is not None:
-            # send_many's count of keyless bytes on the sticky partition was once seen 3 bytes
-            # short of send()'s (597 against 600 of a 600-byte batch, CPython 3.12, under
-            # load; not reproduced with the same records): the batches and the sticky
-            # partition must agree, the count is compared for the other entry points.
-            assert result[0] == reference[0], f"{entry} differs from send()"
-            assert result[1][0] == reference[1][0], f"{entry} differs from send()"
-            continue
         assert result == reference, f"{entry} differs from send()"

@@ -277,3 +277,81 @@ def play(core: Core, ops: list[Any], batch_size: int, seed: int) -> list[Any]:
 @given(ops=ops_strategy, batch_size=st.integers(100, 2000), seed=st.integers(0, 1000))
 def test_both_implementations_append_alike(ops: list[Any], batch_size: int, seed: int) -> None:
     assert play(COMPILED, ops, batch_size, seed) == play(PURE, ops, batch_size, seed)
+
+
+# -- edges a reviewer found unchecked ------------------------------------------------------
+
+
+@pytest.mark.parametrize("core", IMPLS)
+async def test_a_record_whose_need_is_exactly_the_room_is_appended(core: Core) -> None:
+    """``room`` is what is free: a record needing all of it takes it (an open batch with
+    ``need == room``; a new batch with ``need + BATCH_MEMORY == room``). Refusing it
+    would send ``send_many()``'s keyless record to wait for memory it already has."""
+    acc, _ = parts()
+    first = core.append_record(acc, TOPIC, 1, TS, b"k", b"v", None, None, 80, 80 + BATCH_MEMORY, 0)
+    assert first is not None and first.count == 1  # a new batch: exactly its room
+    again = core.append_record(acc, TOPIC, 1, TS, b"k", b"v", None, None, 80, 80, 0)
+    assert again is first and first.count == 2  # the open batch: exactly its room
+    used = acc.budget.used
+    assert core.append_record(acc, TOPIC, 1, TS, b"k", b"v", None, None, 81, 80, 0) is None
+    assert acc.budget.used == used and first.count == 2  # one byte short: refused
+
+
+@pytest.mark.parametrize("core", IMPLS)
+async def test_a_keyless_record_that_fills_its_batch_exactly_moves_the_topic_on(
+    core: Core,
+) -> None:
+    """A keyless record that brings its batch to exactly its limit reports the batch
+    full to the partitioner (``len(buf) >= limit``): with the limit's bytes counted, the
+    topic moves on at once (KIP-794), as Java's ``updatePartitionInfo`` does."""
+    record = 309  # a keyless record of a 300-byte value, encoded (checked below)
+    acc, keyless = parts(batch_size=61 + 3 * record)  # (61: the batch header)
+    batch = keyless_record(core, acc, keyless, 300)
+    assert len(batch.buf) == 61 + record
+    p = batch.queue.tp.partition
+    keyless_record(core, acc, keyless, 300)
+    assert (keyless.current[TOPIC], keyless.produced[TOPIC]) == (p, 61 + 2 * record)
+    third = keyless_record(core, acc, keyless, 300)
+    assert third is batch and len(batch.buf) == 61 + 3 * record == batch.queue.batch_limit
+    assert keyless.produced[TOPIC] == 0  # moved on (to a partition drawn anew)
+
+
+@pytest.mark.parametrize("core", IMPLS)
+async def test_the_sticky_partition_moves_on_at_its_queues_batch_limit(core: Core) -> None:
+    """The sticky rule's limit is the partition queue's batch limit (which compression
+    changes: ``RecordAppender.new_batch``), not the producer's ``batch_size``: bytes
+    past it, the last batch full, the topic moves on."""
+    acc, keyless = parts(batch_size=1000)
+    for partition in range(PARTITIONS):  # as a compression estimate of 2x would set it
+        acc.queue_for(TOPIC, partition).batch_limit = 500
+    first = keyless_record(core, acc, keyless, 200)  # 209 bytes a record: 2 a batch
+    p = first.queue.tp.partition
+    keyless_record(core, acc, keyless, 200)
+    batch = keyless_record(core, acc, keyless, 200)  # closes the first, starts a second
+    assert first.full and batch is not first and batch.queue.tp.partition == p
+    produced = keyless.produced[TOPIC]
+    assert 500 <= produced < 1000 and not batch.full  # counted past 500, not past 1000
+    batch.full = True  # (drained by the sender)
+    core.sticky_partition(acc, keyless, TOPIC)
+    assert keyless.produced[TOPIC] == 0  # moved on
+
+
+@pytest.mark.parametrize("core", IMPLS)
+async def test_a_run_the_budget_stopped_keeps_its_batch_open_for_a_record_that_fits(
+    core: Core,
+) -> None:
+    """A run stopped by the budget leaves its batch open even where the next record's
+    upper bound (``record_size``) is past the limit: it may fit exactly, and does. Each
+    record here is 68 bytes encoded, 96 by the bound; the budget stops the run after 3
+    (4 need 4 * (68 + 40) = 432 > 424) while 3 records' 324 and the bound's 96 fit it."""
+    acc, _ = parts(batch_size=61 + 4 * 68)  # room for exactly four records
+    batch = acc.new_batch(acc.queue_for(TOPIC, 0), TS)
+    values = [b"x" * 60] * 5
+    keys: list[bytes | None] = [None] * 5
+    assert record_size(None, values[0], None) == 96 and BULK_RECORD_MEMORY == 40
+    end = core.append_run(acc, batch, TS, keys, values, list(range(5)), 0, 424)
+    assert end == 3 and len(batch.buf) == 61 + 3 * 68
+    assert not batch.full  # the budget stopped it: the next record is tried again
+    end = core.append_run(acc, batch, TS, keys, values, list(range(5)), end, 1 << 40)
+    assert end == 4 and len(batch.buf) == batch.queue.batch_limit  # it fitted exactly
+    assert batch.full  # then the limit stopped the run

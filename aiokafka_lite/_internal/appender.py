@@ -72,7 +72,7 @@ _RATIO_IMPROVE = 0.005
 _RATIO_MARGIN = 1.05
 
 # What a record holds in the budget beside its encoded bytes: a send() record (its
-# future), a send_many() keyless record (its slot, and its run of one).
+# future), a send_many() keyless record (its slot, and its run of one: _add_run counts it).
 _SEND_HELD = SEND_RECORD_MEMORY
 _BULK_HELD = BULK_RECORD_MEMORY + RUN_MEMORY
 # The room of a record whose budget was checked or reserved before (send()'s).
@@ -104,10 +104,9 @@ class RecordAppender(BufferPool):
         self._ratios: dict[str, float] = {}  # topic -> estimated compressed/raw
         self._limits: dict[str, int] = {}  # topic -> batch_limit for its next batches
         self._batch_size = batch_size
-        self._queues: dict[str, dict[int, PartitionQueue]] = {}
-        # The same dict, read by the append core and the fast path (an attribute, not a
-        # property: the core reads it per record); never replaced.
-        self.queues: Final = self._queues
+        # topic -> partition -> its queue; never replaced (the append core and the fast path
+        # read it per record: an attribute, not a property).
+        self.queues: Final[dict[str, dict[int, PartitionQueue]]] = {}
         self._nonempty: dict[PartitionQueue, None] = {}  # insertion-ordered set
         self._incomplete: set[ProducerBatch] = set()
         # Set by abort_undrained (the producer stopped or failed for good): no
@@ -135,9 +134,9 @@ class RecordAppender(BufferPool):
         return SendPath(self, partitioner, max_request_size)
 
     def queue_for(self, topic: str, partition: int) -> PartitionQueue:
-        parts = self._queues.get(topic)
+        parts = self.queues.get(topic)
         if parts is None:
-            parts = self._queues[topic] = {}
+            parts = self.queues[topic] = {}
         q = parts.get(partition)
         if q is None:
             limit = self._limits.get(topic) or self._limit_for(1.0)
@@ -321,16 +320,11 @@ class RecordAppender(BufferPool):
                 )
                 if pos > start:
                     self._add_run(batch, delivery, order[start:pos], timestamp)
-                    batch.memory += RUN_MEMORY
-                    self.budget.used += RUN_MEMORY
                 if reserved:
                     self._release(reserved)  # the run's bytes are counted in used instead
                     reserved = 0
                 if batch.full:
-                    if pos < total:
-                        await pass_on(self, self._wakeup)  # the sender takes the full batch
-                    else:
-                        self._wakeup()
+                    await self._pass_on_full(more=pos < total)
                 continue
             if reserved:  # reserved for a batch that has since been taken
                 self._release(reserved)
@@ -382,16 +376,11 @@ class RecordAppender(BufferPool):
                     )
                     if pos > start:
                         self._add_run(batch, delivery, order[start:pos], timestamp)
-                        batch.memory += RUN_MEMORY
-                        self.budget.used += RUN_MEMORY
                         size = len(batch.buf)
                         keyless.update(topic, partition, size - before, limit, size >= limit)
                     if batch.full:  # the record after the run (maybe its first) did not fit
                         filled(self)
-                        if pos < total:
-                            await pass_on(self, self._wakeup)  # the sender takes it
-                        else:
-                            self._wakeup()
+                        await self._pass_on_full(more=pos < total)
                     if pos > start or batch.full:
                         continue
             await self._append_one(
@@ -426,7 +415,17 @@ class RecordAppender(BufferPool):
             fills = self.fills
             try:
                 batch = append_core.append_record(
-                    self, topic, -1, timestamp, None, value, None, keyless, need, room, _BULK_HELD
+                    self,
+                    topic,
+                    -1,
+                    timestamp,
+                    None,
+                    value,
+                    None,
+                    keyless,
+                    need,
+                    room,
+                    BULK_RECORD_MEMORY,
                 )
             except BaseException:  # (placed again after a wait: the topic may be gone)
                 if reserved:
@@ -455,15 +454,27 @@ class RecordAppender(BufferPool):
         if closed:
             await pass_on(self, self._wakeup)  # the sender takes the full batch
 
+    async def _pass_on_full(self, *, more: bool) -> None:
+        """A ``send_many()`` run filled its batch: the call hands over
+        (:func:`~aiokafka_lite._internal.hand_over.pass_on`) if it has ``more`` records,
+        else only wakes the sender, which takes the full batch."""
+        if more:
+            await pass_on(self, self._wakeup)
+        else:
+            self._wakeup()
+
     @staticmethod
     def _fail_records(delivery: BulkDelivery, indices: list[int], exc: BaseException) -> None:
         for i in indices:
             delivery.record_failed(i, exc)
 
-    @staticmethod
     def _add_run(
-        batch: ProducerBatch, delivery: BulkDelivery, indices: list[int], timestamp: int
+        self, batch: ProducerBatch, delivery: BulkDelivery, indices: list[int], timestamp: int
     ) -> None:
+        """Record a run of ``delivery``'s records just appended to ``batch``, and count
+        what the run holds (``RUN_MEMORY``) in the batch and the budget."""
+        batch.memory += RUN_MEMORY
+        self.budget.used += RUN_MEMORY
         bulk = batch.bulk
         if bulk is None:
             bulk = batch.bulk = {}

@@ -45,7 +45,7 @@ TP = TopicPartition("t", 0)
 
 def compiled(name: str) -> Any:
     try:
-        return importlib.import_module(f"aiokafka_lite.{name}")
+        return importlib.import_module(f"aiokafka_lite._internal.{name}")
     except ImportError:
         return None
 

@@ -685,6 +685,48 @@ async def test_responses_coalesced_into_one_write() -> None:
         assert conn.in_flight == 0
 
 
+async def test_an_answer_many_times_the_read_buffer_arrives_whole() -> None:
+    """Answers are read into the connection's one 64 KiB buffer. An answer of ~20 times
+    that (one Produce answer for 40,000 partitions), with a small answer behind it in the
+    same bytes, is kept aside until whole: both dispatch, to the right requests, and the
+    connection reads every time into the buffer it owns."""
+    parts = 40_000
+
+    def reply(seen: list[ReceivedRequest]) -> bytes | None:
+        if len(seen) < 2:
+            return None
+        big = ProduceResponse(
+            responses=[
+                TopicProduceResponse(
+                    name="big",
+                    partition_responses=[
+                        PartitionProduceResponse(index=j, base_offset=j) for j in range(parts)
+                    ],
+                )
+            ]
+        )
+        return answer(seen[0], big) + produce_answer(seen[1])
+
+    async with scripted(collect_then_answer(2, reply)) as broker:
+        conn = await connect(broker)
+        try:
+            own = conn.get_buffer(-1)
+            assert len(own) == 64 * 1024
+            reads = spy_on_reads(conn)
+            futures = [conn.send(produce_request(0)), conn.send(produce_request(1))]
+            async with asyncio.timeout(STEP):
+                big, small = await asyncio.gather(*futures)
+            assert sum(reads) > 10 * len(own) and len(reads) > 10
+            assert max(reads) <= len(own)
+            (topic,) = big.responses
+            assert [p.base_offset for p in topic.partition_responses] == list(range(parts))
+            assert_answers([small], first=1)
+            assert conn.get_buffer(-1) is own
+            assert conn.in_flight == 0 and not conn.closed
+        finally:
+            conn.close()
+
+
 async def test_frames_cut_at_every_boundary() -> None:
     """Two responses written as two pieces, cut at every offset, on one connection."""
     pending: list[ReceivedRequest] = []

@@ -2,12 +2,17 @@
 batch queued has its most batches in flight, or every broker connection its most
 requests (an answer that frees a slot, Produce or not, wakes it). With 16 KiB batches most
 batches fill while requests are in flight, and each useless pass costs the producer
-CPU. A batch that can go out still wakes it at once."""
+CPU. A batch that can go out still wakes it at once; one that a Produce answer frees goes
+out within the answer's handling, before any other task runs."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
+from typing import Any
+
+from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite._internal.accumulator import RecordAccumulator
@@ -120,5 +125,107 @@ async def test_a_batch_queued_behind_other_requests_goes_when_they_are_answered(
         await asyncio.gather(*answers)
         async with asyncio.timeout(5):  # the sender's own timer would take far longer
             assert (await fut).offset == 1
+    finally:
+        await producer.stop()
+
+
+async def test_an_answer_sends_what_it_frees_before_other_tasks_run(
+    bootstrap: str, topic_factory: Callable[..., str]
+) -> None:
+    """Against the broker: a task that is always ready (it yields with ``sleep(0)`` and
+    comes back, as one appending records does) must not stand between a Produce answer
+    and the request that answer lets go. Without idempotence one batch per partition is
+    in flight, so each of 20 queued batches waits for the answer to the one before; the
+    sender's pass runs inside the answer's callback, as Java's loop drains right after
+    ``poll()``. Woken instead, it would run only after the busy task's turn: each request
+    would be written after a turn of it."""
+    topic = topic_factory(1)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, enable_idempotence=False, linger_ms=0, acks=1
+    )
+    await producer.start()
+    busy_task = None
+    try:
+        assert (await producer.send_and_wait(topic, b"first")).offset == 0
+        sender = runtime_of(producer).sender
+        events: list[str] = []
+        on_response, send = sender._out.on_response, sender._send
+
+        def answer(*args: Any) -> None:
+            events.append("answer")
+            on_response(*args)
+            events.append("answered")
+
+        def send_request(*args: Any) -> None:
+            events.append("request")
+            send(*args)
+
+        sender._out.on_response = answer  # type: ignore[method-assign]
+        sender._send = send_request  # type: ignore[method-assign]
+        running = True
+
+        async def busy() -> None:
+            while running:
+                events.append("busy")
+                await asyncio.sleep(0)
+
+        busy_task = asyncio.create_task(busy())
+        futures = []
+        for b in range(20):
+            batch = producer.create_batch()
+            for i in range(10):
+                assert batch.append(key=None, value=b"%03d" % (10 * b + i), timestamp=None)
+            futures.append(await producer.send_batch(batch, topic, partition=0))
+        offsets = [md.offset for md in await asyncio.gather(*futures)]
+        running = False
+        assert offsets == list(range(1, 201, 10))
+        requests = [i for i, e in enumerate(events) if e == "request"]
+        assert len(requests) > 10  # most batches waited for the answer to the one before
+        # Every request after the first is written inside an answer's handling.
+        outside = [
+            i
+            for i in requests[1:]
+            if next(e for e in reversed(events[:i]) if e in ("answer", "answered")) != "answer"
+        ]
+        assert not outside, f"{len(outside)} of {len(requests)} requests waited for another task"
+        assert "busy" in events[requests[0] : requests[-1]]  # the busy task did run meanwhile
+    finally:
+        if busy_task is not None:
+            busy_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await busy_task
+        await producer.stop()
+    read = read_all_confluent(bootstrap, topic, 201)
+    assert [r.value for r in read] == [b"first", *(b"%03d" % i for i in range(200))]
+
+
+async def test_a_batch_lingering_when_an_answer_comes_goes_at_the_end_of_its_linger(
+    bootstrap: str, topic_factory: Callable[..., str]
+) -> None:
+    """Against the broker, without idempotence (one batch per partition in flight): a
+    record sent while its partition's first batch is in flight starts a batch that does
+    not wake the sender (nothing could go), which sleeps on for minutes (nothing else is
+    due). The answer's pass finds the new batch still lingering: it must wake the loop to
+    send it when the linger ends, not at the loop's own timer."""
+    topic = topic_factory(1)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, enable_idempotence=False, linger_ms=300
+    )
+    await producer.start()
+    try:
+        await producer.partitions_for(topic)
+        sender = runtime_of(producer).sender
+        first = await producer.send(topic, b"1")
+        async with asyncio.timeout(10):
+            while not sender._out.in_flight:  # noqa: ASYNC110 (the first batch leaves)
+                await asyncio.sleep(0)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        second = await producer.send(topic, b"2")
+        assert not first.done()  # sent while the first was in flight
+        assert (await first).offset == 0
+        async with asyncio.timeout(5):  # the loop's own timer would take minutes
+            assert (await second).offset == 1
+        assert loop.time() - started >= 0.25  # and not before its linger
     finally:
         await producer.stop()

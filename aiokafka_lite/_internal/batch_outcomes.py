@@ -68,7 +68,7 @@ class BatchOutcomes:
         idem: IdempotenceState | None,
         txn: TransactionManager | None,
         metrics: ProducerMetrics,
-        wakeup: Callable[[], None],
+        answered: Callable[[], None],
     ) -> None:
         self._config = config
         self._acc = accumulator
@@ -76,7 +76,7 @@ class BatchOutcomes:
         self._idem = idem
         self._txn = txn
         self._metrics = metrics
-        self._wakeup = wakeup
+        self._answered = answered  # the sender's pass after an answer (Sender.answered)
         self.in_flight: set[ProducerBatch] = set()
         # False once the sender stops (or gave up at stop()): nothing is retried after.
         self.running = True
@@ -111,7 +111,7 @@ class BatchOutcomes:
                     batch.maybe_written = True
                     self._settle_safely(batch, error, now)
         finally:
-            self._wakeup()
+            self._answered()
 
     def _settle_safely(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
         """Retry or fail ``batch``; if even that raises, fail its records directly."""

@@ -52,6 +52,10 @@ _SIZE = struct.Struct(">i")
 # Far above any sane response (a Produce response is tiny, Metadata for 10k
 # topics a few MiB): a larger size prefix means the stream is garbage.
 MAX_RESPONSE_SIZE = 100 * 1024 * 1024
+
+# What one read of the socket takes at most (a longer answer is read in parts).
+_READ_SIZE = 64 * 1024
+
 UNSUPPORTED_VERSION = 35
 _UNSUPPORTED = struct.pack(">h", UNSUPPORTED_VERSION)
 _QUOTED = 40  # bytes of a server's non-Kafka answer quoted in the error
@@ -83,8 +87,12 @@ class _InFlight(Generic[R]):
     timer: asyncio.TimerHandle | None = None
 
 
-class BrokerConnection(asyncio.Protocol):
-    """A connection to ``host:port``; use :meth:`open` then :meth:`send`."""
+class BrokerConnection(asyncio.BufferedProtocol):
+    """A connection to ``host:port``; use :meth:`open` then :meth:`send`.
+
+    Answers are read into one buffer the connection owns (``asyncio.BufferedProtocol``):
+    a plain ``Protocol`` gets a new bytes object per read (asyncio allocates 256 KiB and
+    shrinks it to what came), which glibc's allocator maps and unmaps afresh each time."""
 
     def __init__(
         self,
@@ -122,7 +130,8 @@ class BrokerConnection(asyncio.Protocol):
         self._request_timeout = request_timeout_ms / 1000
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
-        self._buf = bytearray()
+        self._buf = bytearray()  # an answer's first bytes, until the rest is read
+        self._read_into = memoryview(bytearray(_READ_SIZE))  # (get_buffer)
         self._in_flight: collections.deque[_InFlight[Any]] = collections.deque()
         self._next_correlation = 0
         self._closed: BaseException | None = None
@@ -467,27 +476,41 @@ class BrokerConnection(asyncio.Protocol):
         if self._on_lost is not None:
             self._on_lost(self)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._read_into
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self._read_into[:nbytes])
+
+    def data_received(self, data: bytes | memoryview) -> None:
+        """Dispatch every whole answer in what was read, keeping the rest for the next
+        read. Answers are parsed straight from ``data`` while no earlier bytes wait."""
         if not self._spoke_kafka and len(self._first_bytes) < _QUOTED:
-            self._first_bytes += data[: _QUOTED - len(self._first_bytes)]
+            self._first_bytes += bytes(data[: _QUOTED - len(self._first_bytes)])
         buf = self._buf
-        buf += data
+        src: bytes | bytearray | memoryview = data
+        if buf:
+            buf += data
+            src = buf
         pos = 0
-        n = len(buf)
+        n = len(src)
         while n - pos >= 4:
-            (size,) = _SIZE.unpack_from(buf, pos)
+            (size,) = _SIZE.unpack_from(src, pos)
             if size < 4 or size > MAX_RESPONSE_SIZE:
                 self._corrupt(f"response frame size {size} is out of range")
                 return
             end = pos + 4 + size
             if end > n:
                 break
-            frame = bytes(buf[pos + 4 : end])
+            frame = bytes(src[pos + 4 : end])
             pos = end
             if not self._dispatch(frame):
                 return
-        if pos:
-            del buf[:pos]
+        if src is buf:
+            if pos:
+                del buf[:pos]
+        elif pos < n:
+            buf += data[pos:]
         self.last_activity = time.monotonic()
 
     def _dispatch(self, frame: bytes) -> bool:

@@ -13,6 +13,10 @@ Responses are handled in the connection's callback: each partition's result
 completes its batch, or puts it back at the front of its queue to retry after
 ``retry_backoff_ms`` (exponential, with jitter), or fails it with an error that
 names the topic, partition and the broker's error (:mod:`aiokafka_lite._internal.batch_outcomes`).
+Then, in the same callback, a pass runs at once (:meth:`Sender.answered`), as Java's loop
+drains right after ``poll()`` has handled the answers: the partitions an answer freed
+send their next batches before the application's tasks run again, so that a task busy
+appending does not stand between an answer and the next request.
 
 This module is the loop, the Produce requests it builds from drained batches, and the
 idempotent producer's id and epoch (asked for with :mod:`aiokafka_lite._internal.producer_id`
@@ -97,6 +101,7 @@ class Sender:
         self._acks = config.acks_value
         self._loop = asyncio.get_running_loop()
         self._wake: asyncio.Future[None] | None = None
+        self._wake_at = 0.0  # (time.monotonic()) when the loop's sleep ends, while _wake is set
         self._task: Handle[None] | None = None
         # Counted per request and per batch, never per record.
         self.requests_sent = 0
@@ -111,7 +116,7 @@ class Sender:
             self._idem,
             self._txn,
             self.metrics,
-            self.wakeup,
+            self.answered,
         )
 
     @property
@@ -131,6 +136,25 @@ class Sender:
         wake = self._wake
         if wake is not None and not wake.done():
             wake.set_result(None)
+
+    def answered(self) -> None:
+        """A Produce answer was handled (its batches finished, put back or failed): run a
+        pass now, inside the answer's callback, so that what the answer freed leaves before
+        any other task runs. The loop is woken only if it sleeps past the pass's next
+        deadline; a pass that raises leaves the work to the loop, whose own pass meets the
+        same failure, logs it and backs off."""
+        if not self._out.running or self._task is None or self._task.done():
+            self.wakeup()
+            return
+        now = time.monotonic()
+        try:
+            delay = self._run_once(now)
+        except Exception:
+            log.debug("a pass after a Produce answer failed; the loop takes over", exc_info=True)
+            self.wakeup()
+            return
+        if now + delay < self._wake_at:
+            self.wakeup()
 
     def batch_queued(self) -> None:
         """The accumulator's wake-up: a batch was queued, filled or started (its linger
@@ -211,12 +235,14 @@ class Sender:
 
     async def _sleep(self, delay: float) -> None:
         wake = self._wake = self._loop.create_future()
+        self._wake_at = time.monotonic() + delay
         timer = self._loop.call_later(delay, _resolve, wake)
         try:
             await wake
         finally:
             timer.cancel()
             self._wake = None
+            self._wake_at = 0.0
 
     def _run_once(self, now: float) -> float:
         if self._client.auth_error is not None:

@@ -101,7 +101,7 @@ class Sender:
         self._acks = config.acks_value
         self._loop = asyncio.get_running_loop()
         self._wake: asyncio.Future[None] | None = None
-        self._wake_at = 0.0  # (time.monotonic()) when the loop's sleep ends, while _wake is set
+        self._wake_timer: asyncio.TimerHandle | None = None  # ends the loop's sleep
         self._task: Handle[None] | None = None
         # Counted per request and per batch, never per record.
         self.requests_sent = 0
@@ -146,14 +146,14 @@ class Sender:
         if not self._out.running or self._task is None or self._task.done():
             self.wakeup()
             return
-        now = time.monotonic()
         try:
-            delay = self._run_once(now)
+            delay = self._run_once(time.monotonic())
         except Exception:
             log.debug("a pass after a Produce answer failed; the loop takes over", exc_info=True)
             self.wakeup()
             return
-        if now + delay < self._wake_at:
+        timer = self._wake_timer
+        if timer is not None and self._loop.time() + delay < timer.when():
             self.wakeup()
 
     def batch_queued(self) -> None:
@@ -235,14 +235,13 @@ class Sender:
 
     async def _sleep(self, delay: float) -> None:
         wake = self._wake = self._loop.create_future()
-        self._wake_at = time.monotonic() + delay
-        timer = self._loop.call_later(delay, _resolve, wake)
+        timer = self._wake_timer = self._loop.call_later(delay, _resolve, wake)
         try:
             await wake
         finally:
             timer.cancel()
             self._wake = None
-            self._wake_at = 0.0
+            self._wake_timer = None
 
     def _run_once(self, now: float) -> float:
         if self._client.auth_error is not None:

@@ -409,7 +409,8 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, ProducerBulk[K, 
 
         Awaits only for unknown topic metadata or a full buffer, each for at
         most ``max_block_ms``, and once after the caller's records filled a
-        batch, so that the sender sends it while a loop of sends goes on.
+        batch (unless the event loop turned less than a millisecond ago), so
+        that the sender sends it while a loop of sends goes on.
         Errors about this record (too large, bad partition, serializer failure)
         raise here and affect nothing else.
         """
@@ -482,6 +483,12 @@ class AIOKafkaProducer(ProducerTransactions, AiokafkaInternals, ProducerBulk[K, 
         if self._interceptors:
             fut.add_done_callback(self._acknowledge)
         return fut
+
+    def _check_sending(self) -> None:
+        """send()'s check, for the bulk calls: a compare while started in the loop that
+        passed the full check, else the full check."""
+        if self._state != _STARTED or self._send_loop._thread_id != _get_ident():
+            self._check_send()
 
     def _check_send(self) -> None:
         """send()'s full check (raises unless started and in its loop), then what the

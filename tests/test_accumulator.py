@@ -92,7 +92,9 @@ async def test_memory_reserved_but_unused_by_append_run_goes_to_the_next_waiter(
     delivery = BulkDelivery(acc.create_future(), "t", 1)
     # Behind a waiter, append_run reserves a whole batch for one small record.
     bulk = asyncio.create_task(
-        acc.append_run("t", 2, TS, [None], [b"small"], [0], delivery, deadline=time.monotonic() + 5)
+        acc.append_run(
+            "t", 2, TS, [None], [b"small"], 0, [0], delivery, deadline=time.monotonic() + 5
+        )
     )
     await waiting(acc, 2)
     last = asyncio.create_task(acc.append("t", 3, TS, None, b"b", None, 500, 5))
@@ -117,6 +119,7 @@ async def test_send_many_stops_appending_once_the_accumulator_is_shut_down() -> 
             TS,
             [None] * 50,
             values,
+            0,
             list(range(50)),
             delivery,
             deadline=time.monotonic() + 5,
@@ -225,7 +228,7 @@ async def test_a_keyless_record_that_waited_for_memory_is_placed_as_send_places_
         delivery = BulkDelivery(acc.create_future(), topic, 1)
         keys: list[bytes | None] = [None]
         task = asyncio.create_task(
-            acc.append_run(topic, -1, TS, keys, [value], [0], delivery, soon(), keyless)
+            acc.append_run(topic, -1, TS, keys, [value], 0, [0], delivery, soon(), keyless)
         )
     await waiting(acc, 1)
     deliver(acc, held)

@@ -188,12 +188,12 @@ async def test_a_run_is_counted_and_closes_its_batch_only_at_the_limit(core: Cor
     used, memory, size = acc.budget.used, batch.memory, len(batch.buf)
     # A budget for three records: the run stops there, the batch stays open.
     per = record_size(keys[0], values[0], None) + BULK_RECORD_MEMORY
-    end = core.append_run(acc, batch, TS, keys, values, order, 0, 3 * per)
+    end = core.append_run(acc, batch, TS, keys, values, 0, order, 0, 3 * per)
     assert end == 3 and not batch.full
     added = len(batch.buf) - size + 3 * BULK_RECORD_MEMORY
     assert (batch.memory - memory, acc.budget.used - used) == (added, added)
     # No budget bound: the batch limit stops it, and closes the batch.
-    end = core.append_run(acc, batch, TS, keys, values, order, end, 1 << 40)
+    end = core.append_run(acc, batch, TS, keys, values, 0, order, end, 1 << 40)
     assert 3 < end < 40 and batch.full
     assert len(batch.buf) <= 1000 < len(batch.buf) + record_size(keys[end], values[end], None)
 
@@ -260,7 +260,8 @@ def play(core: Core, ops: list[Any], batch_size: int, seed: int) -> list[Any]:
                 values = [v for _, v in pairs]
                 order = list(range(len(pairs)))
                 random.Random(len(pairs)).shuffle(order)
-                seen.append(core.append_run(acc, batch, TS + delta, keys, values, order, 0, budget))
+                end = core.append_run(acc, batch, TS + delta, keys, values, 0, order, 0, budget)
+                seen.append(end)
             else:
                 q = acc.queue_for(TOPIC, op[1])
                 if q.batches:
@@ -349,9 +350,9 @@ async def test_a_run_the_budget_stopped_keeps_its_batch_open_for_a_record_that_f
     values = [b"x" * 60] * 5
     keys: list[bytes | None] = [None] * 5
     assert record_size(None, values[0], None) == 96 and BULK_RECORD_MEMORY == 40
-    end = core.append_run(acc, batch, TS, keys, values, list(range(5)), 0, 424)
+    end = core.append_run(acc, batch, TS, keys, values, 0, list(range(5)), 0, 424)
     assert end == 3 and len(batch.buf) == 61 + 3 * 68
     assert not batch.full  # the budget stopped it: the next record is tried again
-    end = core.append_run(acc, batch, TS, keys, values, list(range(5)), end, 1 << 40)
+    end = core.append_run(acc, batch, TS, keys, values, 0, list(range(5)), end, 1 << 40)
     assert end == 4 and len(batch.buf) == batch.queue.batch_limit  # it fitted exactly
     assert batch.full  # then the limit stopped the run

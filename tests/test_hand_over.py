@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -28,17 +29,18 @@ from typing import Any
 
 import pytest
 from conftest import TopicFactory
+from partition_checks import java_partition
 from readers import read_all_confluent
 from test_send_path import TWINS, path_of, started
 
 from aiokafka_lite import AIOKafkaProducer
-from aiokafka_lite._internal.hand_over import hand_over
+from aiokafka_lite._internal.hand_over import HAND_OVER_SLICE, hand_over
 from aiokafka_lite.errors import ProducerClosedError
 from aiokafka_lite.producer import _no_fast_path
 
 # 2 KiB batches hold ~17 of these records: a batch fills every ~17 sends.
 BATCH = 2048
-LOOP = 20_000  # ~2.3 MB: far inside the 32 MiB buffer, so no send waits for memory
+LOOP = 100_000  # ~11.5 MB: inside the 32 MiB buffer, so no send waits for memory
 
 
 # keyed and keyless records in each twin of the fast path, and records that take the
@@ -118,6 +120,131 @@ async def test_a_loop_of_awaited_send_batch_calls_gets_acknowledgements_while_it
         assert offsets == list(range(1, 1 + n, 10))
     read = read_all_confluent(bootstrap, topic, 1 + n)
     assert [r.value for r in read] == [b"first", *(value(i) for i in range(n))]
+
+
+@pytest.mark.parametrize("call", ["send", "send_many", "send_batch"])
+async def test_a_filler_hands_over_once_per_slice_and_its_batches_share_requests(
+    call: str, bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """A loop of ``await send()``, or a bulk call, that fills batches faster than the
+    hand-over slice yields at a full batch only once the loop last turned a slice ago or
+    more: its turns are bounded by its time, not by its fills (~4,800 here), and the
+    batches of a slice leave together, several to a request (one per partition), instead
+    of a request each. Every record is read back by confluent-kafka, in order per
+    partition."""
+    topic = topic_factory(4)
+    keys = [b"k%d" % (i % 97) for i in range(40_000)]
+    async with started(bootstrap, batch_size=BATCH // 2, linger_ms=5) as producer:
+        await producer.partitions_for(topic)
+        turns, done = 0, False
+
+        async def ticker() -> None:
+            nonlocal turns
+            while not done:
+                turns += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)  # (the ticker's first turn)
+        turns, fills = 0, 0
+        futures: list[Any] = []
+        started_at = time.monotonic()
+        if call == "send":
+            futures = [await producer.send(topic, value(i), k) for i, k in enumerate(keys)]
+            fills = producer._acc.fills
+        elif call == "send_many":
+            futures.append(
+                await producer.send_many(topic, [(k, value(i)) for i, k in enumerate(keys)])
+            )
+            fills = producer._sender.batches_sent + sum(
+                len(q.batches) for parts in producer._acc.queues.values() for q in parts.values()
+            )
+        else:
+            parts = [java_partition(k, 4) for k in keys]
+            open_batches = [producer.create_batch() for _ in range(4)]
+            for i, (k, p) in enumerate(zip(keys, parts, strict=True)):
+                if open_batches[p].append(key=k, value=value(i), timestamp=None) is None:
+                    futures.append(await producer.send_batch(open_batches[p], topic, partition=p))
+                    fills += 1
+                    open_batches[p] = producer.create_batch()
+                    assert open_batches[p].append(key=k, value=value(i), timestamp=None)
+            for p, b in enumerate(open_batches):
+                futures.append(await producer.send_batch(b, topic, partition=p))
+        took = time.monotonic() - started_at
+        done = True
+        await task
+        await asyncio.gather(*futures)
+        requests, batches = producer._sender.requests_sent, producer._sender.batches_sent
+    assert fills > 4_000
+    # At most a yield per slice, each giving the ticker a turn or two; a yield per
+    # fill would give it a turn per fill (a fill takes ~10-100 µs here, a slice 1 ms).
+    assert turns <= 2 * (took / HAND_OVER_SLICE + 1) + 2, (turns, took, fills)
+    assert batches >= 1.5 * requests, (batches, requests)
+    read = read_all_confluent(bootstrap, topic, len(keys))
+    for p in range(4):
+        got = [r.value for r in read if r.partition == p]
+        assert got == [value(i) for i, k in enumerate(keys) if java_partition(k, 4) == p]
+
+
+async def test_with_linger_0_a_send_batch_loop_yields_at_every_batch(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """``linger_ms=0`` makes the hand-over slice 0: every ``send_batch()`` call yields, so
+    a task counting its turns of the loop gets one per call, however fast they come."""
+    topic = topic_factory(1)
+    async with started(bootstrap, linger_ms=0) as producer:
+        assert producer._acc.hand_over_slice == 0
+        await producer.partitions_for(topic)
+        turns, done = 0, False
+
+        async def ticker() -> None:
+            nonlocal turns
+            while not done:
+                turns += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)  # (the ticker's first turn)
+        turns = 0
+        futures = []
+        for i in range(300):
+            batch = producer.create_batch()
+            assert batch.append(key=None, value=value(i), timestamp=None)
+            futures.append(await producer.send_batch(batch, topic, partition=0))
+        done = True
+        await task
+        assert turns >= 300, turns
+        offsets = [md.offset for md in await asyncio.gather(*futures)]
+        assert offsets == list(range(300))
+
+
+async def test_a_batch_whose_call_did_not_yield_leaves_at_the_callers_next_await(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """Right after a sender pass the slice is running: ``send_batch()`` queues its batch,
+    wakes the sender and returns without yielding. A caller that then computes without
+    awaiting holds the batch back (nothing else can run: the loop does not turn); at its
+    next await the sender takes it, before the caller resumes."""
+    topic = topic_factory(2)
+    async with started(bootstrap, linger_ms=5) as producer:
+        await producer.send_and_wait(topic, b"first", partition=0)
+        skipped = 0
+        for i in range(5):
+            await asyncio.sleep(0.01)
+            batch = producer.create_batch()
+            assert batch.append(key=None, value=value(i), timestamp=None)
+            # Another record starts a batch (waking the sender) and the loop turns: a
+            # sender pass runs just before the call, as in a busy producer.
+            await producer.send(topic, b"other", partition=1)
+            await asyncio.sleep(0)
+            fut = await producer.send_batch(batch, topic, partition=0)
+            queued = producer._acc.queues[topic][0].batches  # partition 0's queue
+            skipped += bool(queued)  # still there: the call did not yield
+            time.sleep(0.02)  # noqa: ASYNC251 (the caller's own work, no await)
+            await asyncio.sleep(0)  # the caller's next await: one turn of the loop
+            assert not queued, "the batch did not leave at the caller's next await"
+            assert (await fut).offset == 1 + i
+        assert skipped, "no call skipped its yield: the case is not reached"
 
 
 @dataclass

@@ -7,6 +7,7 @@ import os
 import random
 import signal
 import time
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -15,6 +16,8 @@ from partition_checks import java_partition
 from readers import read_all_confluent
 
 from aiokafka_lite import AIOKafkaProducer, ProducerRecord, RecordMetadata
+from aiokafka_lite._internal import bulk_send
+from aiokafka_lite._internal.bulk_send import CHUNK
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     DeliveryFailedError,
@@ -50,9 +53,9 @@ async def test_records_land_where_the_report_says_in_call_order(
         await asyncio.sleep(0)
         ticks = 0
         fut = await producer.send_many(topic, pairs)
-        # The buffer is big enough for all: only send_many's own yields (one per
-        # full batch) let other tasks run while it encodes ~3 MB.
-        assert ticks > 10, "send_many kept the event loop to itself"
+        # The buffer is big enough for all: only send_many's own yields (at a full
+        # batch, once per hand-over slice) let other tasks run while it encodes ~3 MB.
+        assert ticks >= 3, "send_many kept the event loop to itself"
         ticker.cancel()
         report = await asyncio.wait_for(fut, 30)
 
@@ -169,6 +172,140 @@ async def test_a_bad_record_fails_alone(bootstrap: str, topic_factory: TopicFact
         assert (good[i].partition, good[i].offset) == (r.partition, r.offset)
 
 
+def _boom_or_bytes(value: Any) -> bytes | None:
+    """A value serializer that fails for "boom" and passes bytes (and None) through."""
+    if value == "boom":
+        raise ValueError("cannot serialize boom")
+    assert value is None or isinstance(value, bytes)
+    return value
+
+
+@pytest.mark.parametrize("serialized", [False, True], ids=["plain", "serializer"])
+async def test_a_call_of_many_chunks_reports_each_record_at_its_own_index(
+    bootstrap: str, topic_factory: TopicFactory, serialized: bool
+) -> None:
+    """A call of more than three chunks (send_runs places CHUNK records at a time and keeps
+    their keys/values in chunk-sized lists) with keyed, keyless, converted and failing
+    records, failures packed at the chunk edges: each failure is reported at its own
+    index, each good record lands once where the report says, and no failed record's
+    slot lets a record of an earlier chunk in again (the read-back count is exact).
+    Without a serializer the plain paths (place_plain, keyless runs) run beside the full
+    checks; with one, every record takes the full checks."""
+    topic = topic_factory(3)
+    n = 3 * CHUNK + 17
+    rng = random.Random(5)
+    edges = {e + d for e in range(CHUNK, n, CHUNK) for d in (-2, -1, 0, 1)}
+    items: list[Any] = []
+    bad: dict[int, type[BaseException]] = {}
+    for i in range(n):
+        value: Any = b"%d:" % i + rng.randbytes(rng.randrange(0, 60))
+        key: Any = b"k%d" % rng.randrange(500) if rng.random() < 0.6 else None
+        kind = rng.randrange(40) if i not in edges else rng.randrange(4)
+        if kind == 0:
+            items.append((key, b"x" * 20_000))  # > max_request_size below
+            bad[i] = RecordTooLargeError
+        elif kind == 1:
+            items.append(value)  # not a (key, value) pair
+            bad[i] = TypeError
+        elif kind == 2:  # no bytes: the serializer fails, or there is none to make them
+            items.append((key, "boom"))
+            bad[i] = SerializationError if serialized else TypeError
+        elif kind == 3:
+            items.append((bytearray(b"k%d" % i), value))  # converted by the full checks
+        else:
+            items.append((key, value if i % 997 else None))
+    assert len(bad) > 100 and edges & set(bad)
+
+    serializer = _boom_or_bytes if serialized else None
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        value_serializer=serializer,
+        max_request_size=10_000,
+        linger_ms=2,
+    ) as producer:
+        fut = await producer.send_many(topic, items)
+        with pytest.raises(DeliveryFailedError) as info:
+            await asyncio.wait_for(fut, 60)
+
+    report = info.value.report
+    assert len(report) == n
+    assert sorted(report.errors) == sorted(bad)
+    for i, kind in bad.items():
+        assert isinstance(report.errors[i], kind), (i, report.errors[i])
+    assert all(
+        f"record {i} " in str(report.errors[i])
+        for i in bad
+        if bad[i] is TypeError and not isinstance(items[i], tuple)
+    )
+    good = [i for i in range(n) if i not in bad]
+    positions = {(report[i].partition, report[i].offset): i for i in good}
+    assert len(positions) == len(good), "two records reported the same partition/offset"
+
+    read = read_all_confluent(bootstrap, topic, expected=len(good))
+    assert len(read) == len(good)
+    for r in read:
+        i = positions[(r.partition, r.offset)]
+        key, value = items[i]
+        assert (r.key, r.value) == (None if key is None else bytes(key), value), i
+        if key is not None:
+            assert r.partition == java_partition(bytes(key), 3)
+    for p in range(3):
+        order = [positions[(r.partition, r.offset)] for r in read if r.partition == p]
+        assert order == sorted(order), f"partition {p} is not in call order"
+
+
+async def test_keys_and_values_are_held_one_chunk_at_a_time(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """send_runs keeps a call's keys and values in lists of one chunk, not of the call:
+    lists the length of a big call cost the garbage collector a visit per slot in each
+    collection that sees them.
+
+    Checked two ways, both robust to timing and to the build: every run the appender is
+    given (``append_run``, wrapped to look, then called as is) comes with lists of
+    ``min(CHUNK, count)`` slots and a base from which all its records' slots are in
+    them; and, while the call runs (a snapshot taken in that wrapper, mid-call),
+    tracemalloc shows no block allocated in bulk_send.py bigger than a list of two
+    chunks' slots (the lists of a 200,000-record call would be 1.6 MB each). A peak of
+    the whole process would mix in the batches' buffers; one block per list does not.
+    """
+    topic = topic_factory(3)
+    n = 200_000
+    items = [(b"k%d" % (i % 1000), b"v%d" % i) for i in range(n)]
+    seen: list[tuple[int, int, int, int, int]] = []
+    biggest: list[int] = []
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=2) as producer:
+        await producer.partitions_for(topic)
+        acc = producer._acc
+        append_run = acc.append_run
+
+        async def looking(*args: Any) -> None:
+            _, _, _, keys, values, base, order, *_ = args
+            seen.append((len(keys), len(values), base, min(order), max(order)))
+            if base == CHUNK and not biggest:  # mid-call: the lists are alive
+                snapshot = tracemalloc.take_snapshot().filter_traces(
+                    [tracemalloc.Filter(True, bulk_send.__file__)]
+                )
+                biggest.append(max((t.size for t in snapshot.traces), default=0))
+            await append_run(*args)
+
+        acc.append_run = looking  # type: ignore[method-assign]
+        tracemalloc.start()
+        try:
+            report = await (await producer.send_many(topic, items))
+        finally:
+            tracemalloc.stop()
+        big, seen[:] = list(seen), []
+        small = await (await producer.send_many(topic, items[:10]))
+
+    assert len(report) == n and not report.errors and len(small) == 10
+    assert {s[2] for s in big} == set(range(0, n, CHUNK))
+    assert all(k == v == CHUNK and base <= lo and hi < base + CHUNK for k, v, base, lo, hi in big)
+    # A call shorter than a chunk: lists of its length.
+    assert seen and all(s[:3] == (10, 10, 0) for s in seen)
+    assert biggest and 0 < biggest[0] <= 2 * 8 * CHUNK + 1024, biggest
+
+
 async def test_interceptors_see_every_record(bootstrap: str, topic_factory: TopicFactory) -> None:
     topic = topic_factory(1)
     acks: list[RecordMetadata | None] = []
@@ -266,16 +403,19 @@ async def test_max_block_ms_bounds_the_whole_call(
 async def test_a_keyless_call_yields_after_each_batch_it_fills(
     bootstrap: str, topic_factory: TopicFactory, size: int, batch_size: int
 ) -> None:
-    """A keyless call yields once after each batch it fills, so that the sender takes
-    it while the call goes on (hand_over.pass_on), also when the batch is closed by the
-    first record of a run (it did not fit the open batch). Records of more than half a
-    batch: each starts a batch and the next closes it (N records, N - 1 fills). A task
-    that counts its turns of the loop while the call runs sees one turn per yield."""
+    """A keyless call hands over after each batch it fills (hand_over.pass_on), also when
+    the batch is closed by the first record of a run (it did not fit the open batch).
+    Records of more than half a batch: each starts a batch and the next closes it (N
+    records, N - 1 fills). With the hand-over slice set to 0 (as ``linger_ms=0`` sets
+    it; linger 0 itself would let the sender take each open batch before it fills) the
+    call yields at each hand-over, and a task that counts its turns of the loop while
+    the call runs sees one turn per yield."""
     topic = topic_factory(3)
     count = 400
     async with AIOKafkaProducer(
         bootstrap_servers=bootstrap, batch_size=batch_size, linger_ms=60_000
     ) as producer:
+        producer._acc.hand_over_slice = 0.0
         await producer.partitions_for(topic)
         turns, done = 0, False
 

@@ -3,7 +3,8 @@ batch queued has its most batches in flight, or every broker connection its most
 requests (an answer that frees a slot, Produce or not, wakes it). With 16 KiB batches most
 batches fill while requests are in flight, and each useless pass costs the producer
 CPU. A batch that can go out still wakes it at once; one that a Produce answer frees goes
-out within the answer's handling, before any other task runs."""
+out within the answer's handling, before any other task runs; answers read together make
+one pass, after the last of them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from readers import read_all_confluent
+from scripted_broker import ReceivedRequest
+from scripted_cluster import PRODUCE, LogCluster
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite._internal.accumulator import RecordAccumulator
@@ -229,3 +232,65 @@ async def test_a_batch_lingering_when_an_answer_comes_goes_at_the_end_of_its_lin
         assert loop.time() - started >= 0.25  # and not before its linger
     finally:
         await producer.stop()
+
+
+async def test_answers_read_together_make_one_pass_and_one_request() -> None:
+    """Without idempotence each partition has one batch in flight. Four requests, one per
+    partition, are answered in one write (so read together) while each partition has its
+    next batch queued: one pass after the last answer sends the four next batches in one
+    request, as Java drains once after ``poll()`` has handled every answer, not a
+    request each. The scripted broker holds the answers until the test lets them go: a
+    real broker's timing cannot be arranged. Every record reaches the log in order."""
+    go = asyncio.Event()
+    held: list[bytes] = []
+
+    def produce(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
+        if len(held) == 4:
+            return healthy()
+        answer = healthy()
+        assert answer is not None
+        held.append(answer)
+        if len(held) < 4:
+            return None  # held back
+
+        async def release() -> bytes:
+            await go.wait()
+            return b"".join(held)  # the four answers in one write
+
+        return release()
+
+    cluster = LogCluster(topics={"t": 4}, hooks={PRODUCE: produce})
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address, enable_idempotence=False, linger_ms=60_000
+        )
+        await producer.start()
+        try:
+
+            def batch(p: int, n: int) -> Any:
+                b = producer.create_batch()
+                assert b.append(key=None, value=b"%d-%d" % (p, n), timestamp=None)
+                return b
+
+            futures = []
+            for p in range(4):  # a request each: every partition has one batch in flight
+                futures.append(await producer.send_batch(batch(p, 1), "t", partition=p))
+                async with asyncio.timeout(10):
+                    while cluster.counts.get(PRODUCE, 0) < p + 1:  # noqa: ASYNC110
+                        await asyncio.sleep(0.001)
+            for p in range(4):  # queued behind them
+                futures.append(await producer.send_batch(batch(p, 2), "t", partition=p))
+            await asyncio.sleep(0.05)
+            assert cluster.counts[PRODUCE] == 4, "a partition sent two batches at once"
+            go.set()
+            async with asyncio.timeout(10):
+                await asyncio.gather(*futures)
+            requests = broker.requests_for(PRODUCE)
+            assert len(requests) == 5, f"{len(requests) - 4} requests for the four batches"
+            parts = [pd.index for t in requests[4].decode().topic_data for pd in t.partition_data]
+            assert sorted(parts) == [0, 1, 2, 3]
+        finally:
+            await producer.stop()
+    assert [r.value for r in cluster.records()] == [
+        b"%d-%d" % (p, n) for p in range(4) for n in (1, 2)
+    ]

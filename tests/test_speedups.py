@@ -378,6 +378,7 @@ def _place_all(place: Any, items: list[Any], partition: int | None, n: int) -> A
             len(items),
             keys,
             values,
+            0,
             partition,
             n,
             100,
@@ -471,3 +472,43 @@ def test_compiled_arrow_rows_size_records_as_records_does() -> None:
     from aiokafka_lite._internal.records import RECORD_OVERHEAD
 
     assert _compiled("_carrow_rows").SIZE_OVERHEAD == RECORD_OVERHEAD
+
+
+@needs_build
+@settings(max_examples=100, deadline=None)
+@given(pairs=st.lists(plain_pair, min_size=1, max_size=30), base=st.integers(1, 10_000))
+def test_compiled_twins_read_and_write_a_chunk_from_its_base(pairs: list[Any], base: int) -> None:
+    """send_many() keeps one chunk's keys/values, record ``i`` at ``i - base``: both twins
+    of place_plain and append_many write and read there, the same bytes as from lists of
+    the whole call, and refuse an index outside the lists (the compiled code is built
+    without bounds checks: an unchecked index would read or write past the list)."""
+    items = [None] * base + pairs  # (records before base are another chunk's)
+    n, hi = len(pairs), base + len(pairs)
+    built = []
+    for place, builder in (
+        (partitioner.py_place_plain, records.PyRecordBatchBuilder),
+        (CPARTITIONER.place_plain, CRECORDS.RecordBatchBuilder),
+    ):
+        keys: list[Any] = [None] * n
+        values: list[Any] = [None] * n
+        by_partition: dict[int, list[int]] = {}
+        args = (None, 3, 1 << 20, partitioner.KeyHashCache(), by_partition)
+        assert place(items, base, hi, keys, values, base, *args) == hi
+        assert (keys, values) == ([k for k, _ in pairs], [v for _, v in pairs])
+        with pytest.raises(IndexError):  # one record past the lists
+            place(items + pairs[:1], base, hi + 1, keys, values, base, *args)
+        with pytest.raises(IndexError):  # records before base
+            place(items, base - 1, hi, keys, values, base, *args)
+        order = [i for p in sorted(by_partition) for i in by_partition[p]]
+        b = builder(10)
+        assert b.append_many(12, keys, values, order, 0, 1 << 30, 1 << 30, 0, base) == n
+        for outside in (base - 1, hi):
+            with pytest.raises(IndexError):
+                builder(10).append_many(12, keys, values, [outside], 0, 1 << 30, 1 << 30, 0, base)
+        whole = builder(10)  # the same records from lists of the whole call
+        whole_keys = [None] * base + keys
+        whole_values = [None] * base + values
+        assert whole.append_many(12, whole_keys, whole_values, order, 0, 1 << 30, 1 << 30) == n
+        assert b.buf == whole.buf
+        built.append(b)
+    assert built[0].buf == built[1].buf

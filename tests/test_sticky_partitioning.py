@@ -170,7 +170,7 @@ async def ours(
             deadline = time.monotonic() + 5
             keyless = placement.partitioner
             await acc.append_run(
-                TOPIC, -1, timestamp, [None], [value], [0], delivery, deadline, keyless
+                TOPIC, -1, timestamp, [None], [value], 0, [0], delivery, deadline, keyless
             )
             fut = delivery.future
         else:

@@ -22,9 +22,18 @@ from aiokafka_lite.errors import IllegalStateError, KafkaError, WrongEventLoopEr
 
 Call = Callable[[AIOKafkaProducer[bytes, bytes], str], Awaitable[object]]
 
+
+async def _send_batch(producer: AIOKafkaProducer[bytes, bytes], topic: str) -> object:
+    batch = producer.create_batch()
+    batch.append(key=None, value=b"wrong", timestamp=None)
+    return await producer.send_batch(batch, topic, partition=0)
+
+
 CALLS: dict[str, Call] = {
     "send": lambda p, t: p.send(t, b"wrong"),
     "send_and_wait": lambda p, t: p.send_and_wait(t, b"wrong"),
+    "send_many": lambda p, t: p.send_many(t, [(None, b"wrong")]),
+    "send_batch": _send_batch,
     "send_unknown_topic": lambda p, t: p.send(t + "-other", b"wrong"),
     "flush": lambda p, t: p.flush(1),
     "partitions_for": lambda p, t: p.partitions_for(t),
@@ -132,7 +141,8 @@ def test_uvloop_producer_used_from_another_loop(
         loop_a.run_until_complete(producer.send_and_wait(topic, b"before"))
 
         async def use_from_loop_b() -> None:
-            for call in (CALLS["send"], CALLS["send_and_wait"]):
+            for name in ("send", "send_and_wait", "send_many", "send_batch"):
+                call = CALLS[name]
                 async with asyncio.timeout(5):
                     with pytest.raises(WrongEventLoopError, match="is used in event loop"):
                         await call(producer, topic)
@@ -147,12 +157,14 @@ def test_uvloop_producer_used_from_another_loop(
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is POSIX-only")
+@pytest.mark.parametrize("name", ["send", "send_many", "send_batch"])
 async def test_a_forked_child_using_the_parents_producer_is_refused(
-    bootstrap: str, topic_factory: TopicFactory
+    bootstrap: str, topic_factory: TopicFactory, name: str
 ) -> None:
-    """A child forked while the producer runs, calling send() from a loop of its own, gets
-    WrongEventLoopError, not a future that never resolves. (The child keeps the forking
-    thread's id, so the per-record check by thread id alone would let it through.)"""
+    """A child forked while the producer runs, calling send() (or a bulk call) from a loop
+    of its own, gets WrongEventLoopError, not a future that never resolves. (The child
+    keeps the forking thread's id, so the cheap check by thread id alone would let it
+    through.)"""
     topic = topic_factory(1)
     async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0) as producer:
         await producer.send_and_wait(topic, b"parent")  # send() takes the cheap check now
@@ -161,7 +173,7 @@ async def test_a_forked_child_using_the_parents_producer_is_refused(
         if pid == 0:  # the child: report what send() did, then leave at once
             outcome = "no error"
             try:
-                asyncio.run(producer.send(topic, b"child"))
+                asyncio.run(CALLS[name](producer, topic))
             except WrongEventLoopError:
                 outcome = "WrongEventLoopError"
             except BaseException as e:

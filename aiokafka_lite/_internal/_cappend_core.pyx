@@ -116,25 +116,29 @@ def append_run(
     timestamp,
     keys,
     values,
+    Py_ssize_t base,
     order,
     Py_ssize_t pos,
     Py_ssize_t budget,
 ):
-    """Encode ``order[pos:]`` into ``batch`` up to its limit or ``budget`` bytes (see
-    append_core.append_run); returns the position it stopped at."""
+    """Encode ``order[pos:]`` (record ``i`` at ``keys[i - base]``, ``values[i - base]``) into
+    ``batch`` up to its limit or ``budget`` bytes (see append_core.append_run); returns the
+    position it stopped at."""
     cdef Py_ssize_t limit, before, count, added, end, size
     cdef MemoryBudget used
     if not _loaded:
         _load()
     limit = (<object>batch).queue.batch_limit
     before, count = len(batch.buf), batch.count
-    end = batch.append_many(timestamp, keys, values, order, pos, limit, budget, BULK_RECORD_MEMORY)
+    end = batch.append_many(
+        timestamp, keys, values, order, pos, limit, budget, BULK_RECORD_MEMORY, base
+    )
     added = len(batch.buf) - before + (batch.count - count) * BULK_RECORD_MEMORY
     batch.memory += added
     used = <MemoryBudget?>acc.budget
     used.used += added
     if end < len(order):
-        i = order[end]
+        i = order[end] - base  # (append_many checked it is in keys/values)
         size = record_size(keys[i], values[i], None)  # (an upper bound)
         # Full only if the limit stopped the run (see append_core.append_run).
         if len(batch.buf) + size > limit and added + size + BULK_RECORD_MEMORY <= budget:

@@ -82,8 +82,9 @@ def place_plain(
     list items,
     Py_ssize_t lo,
     Py_ssize_t hi,
-    list keys,
-    list values,
+    list keys not None,
+    list values not None,
+    Py_ssize_t base,
     object partition,
     Py_ssize_t num_partitions,
     Py_ssize_t max_size,
@@ -102,6 +103,9 @@ def place_plain(
     if fixed:
         p = partition
     hi = min(hi, len(items))
+    # (built without boundscheck: the slots written must exist)
+    if lo < base or hi - base > min(len(keys), len(values)):
+        raise IndexError(f"records {lo}..{hi} do not fit keys/values from {base}")
     for i in range(lo, hi):
         item = items[i]
         if type(item) is not tuple or PyTuple_GET_SIZE(item) != 2:
@@ -119,8 +123,8 @@ def place_plain(
             return i
         if not fixed:
             p = (hash_u32(k) & 0x7FFFFFFF) % num_partitions
-        keys[i] = k
-        values[i] = v
+        keys[i - base] = k
+        values[i - base] = v
         key = p
         order = by_partition.get(key)
         if order is None:

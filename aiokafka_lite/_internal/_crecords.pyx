@@ -226,8 +226,10 @@ cdef class RecordBatchBuilder:
         Py_ssize_t limit,
         Py_ssize_t budget,
         Py_ssize_t per_record=0,
+        Py_ssize_t base=0,
     ):
-        """Encode records ``order[start:]`` (indices into keys/values), all stamped ``timestamp``.
+        """Encode records ``order[start:]``, all stamped ``timestamp``: record ``i``'s key and
+        value are ``keys[i - base]`` and ``values[i - base]``.
 
         Stops before the record that would take the buffer past ``limit`` (unless the
         batch is still empty) or make the bytes added, plus ``per_record`` for each
@@ -247,11 +249,15 @@ cdef class RecordBatchBuilder:
         # not overflow into a negative one).
         cdef Py_ssize_t hard = end + budget if budget <= PY_SSIZE_T_MAX - end else PY_SSIZE_T_MAX
         cdef Py_ssize_t total = len(order), pos, i, body, added
+        # (built without boundscheck: each index is checked against both lists here)
+        cdef Py_ssize_t slots = min(len(keys), len(values))
         cdef uint64_t z_od, z_body
         cdef char* p
         pos = total
         for pos in range(start, total):
-            i = order[pos]
+            i = order[pos] - base
+            if i < 0 or i >= slots:
+                raise IndexError(f"record {i + base} is not in keys/values from {base}")
             key = keys[i]
             value = values[i]
             payload_get(key, &kview, &k)

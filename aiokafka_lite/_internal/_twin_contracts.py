@@ -65,6 +65,7 @@ class RecordBatchBuilderContract(Protocol):
         limit: int,
         budget: int,
         per_record: int = 0,
+        base: int = 0,
     ) -> int: ...
 
     def close(
@@ -102,6 +103,7 @@ class PlacePlain(Protocol):
         hi: int,
         keys: list[bytes | None],
         values: list[bytes | None],
+        base: int,
         partition: int | None,
         num_partitions: int,
         max_size: int,
@@ -212,6 +214,7 @@ class AppendRun(Protocol):
         timestamp: int,
         keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
+        base: int,
         order: list[int],
         pos: int,
         budget: int,

@@ -26,6 +26,7 @@ its base class, :class:`~aiokafka_lite._internal.appender.RecordAppender`.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,7 @@ from .appender import RecordAppender
 from .buffer_pool import BATCH_MEMORY, SEND_BOUND, SEND_RECORD_MEMORY
 from .bulk_delivery import BulkDelivery
 from .compression import Compressor
+from .hand_over import HAND_OVER_SLICE
 from .producer_batch import PartitionQueue, ProducerBatch
 
 # The budget's constants and the batch classes are imported from here too.
@@ -81,6 +83,7 @@ class RecordAccumulator(RecordAppender):
         self._linger = linger_ms / 1000
         self._delivery_timeout = delivery_timeout_ms / 1000
         self._max_in_flight = max_in_flight_per_partition
+        self.hand_over_slice = min(self._linger, HAND_OVER_SLICE)
         self._unsendable: list[tuple[ProducerBatch, Exception]] = []
         self._flushing = 0
         self.closing = False
@@ -101,6 +104,7 @@ class RecordAccumulator(RecordAppender):
         Returns ``(ready by node, seconds until the next batch becomes sendable,
         whether some partition's leader is unknown, batches that expired)``.
         """
+        self.turned_at = time.perf_counter()  # (the hand-over's clock)
         ready: dict[int, list[PartitionQueue]] = {}
         next_delay = 3600.0
         unknown_leader = False

@@ -152,11 +152,13 @@ def append_run(
     timestamp: int,
     keys: Sequence[bytes | None],
     values: Sequence[bytes | None],
+    base: int,
     order: list[int],
     pos: int,
     budget: int,
 ) -> int:
-    """Encode ``order[pos:]`` (indices into keys/values) into ``batch`` up to its limit or
+    """Encode ``order[pos:]`` (records of a ``send_many()`` call: record ``i``'s key and value
+    are ``keys[i - base]`` and ``values[i - base]``) into ``batch`` up to its limit or
     ``budget`` bytes (each record counted with ``BULK_RECORD_MEMORY``).
 
     Counts the bytes in the batch and ``acc``'s budget; marks the batch full when the next
@@ -165,12 +167,14 @@ def append_run(
     """
     limit = batch.queue.batch_limit
     before, count = len(batch.buf), batch.count
-    end = batch.append_many(timestamp, keys, values, order, pos, limit, budget, BULK_RECORD_MEMORY)
+    end = batch.append_many(
+        timestamp, keys, values, order, pos, limit, budget, BULK_RECORD_MEMORY, base
+    )
     added = len(batch.buf) - before + (batch.count - count) * BULK_RECORD_MEMORY
     batch.memory += added
     acc.budget.used += added
     if end < len(order):
-        i = order[end]
+        i = order[end] - base
         size = record_size(keys[i], values[i], None)  # (an upper bound)
         # Full only if the limit stopped the run: with room left in the budget for the
         # next record, the encoder refused it for the limit. Else the record is tried

@@ -117,6 +117,11 @@ class RecordAppender(BufferPool):
         # send() and send_many() to hand over (see hand_over).
         self.filler: weakref.ref[asyncio.Task[Any]] | None = None
         self.fills = 0
+        # When the event loop last turned, as far as the hand-over knows (perf_counter: a
+        # sender's pass, in ready(), or a hand-over's yield), and how long after that a
+        # filler goes on instead of yielding at once (hand_over: the slice).
+        self.turned_at = 0.0
+        self.hand_over_slice = 0.0
 
     @property
     def wakeup(self) -> Callable[[], None]:
@@ -272,13 +277,16 @@ class RecordAppender(BufferPool):
         timestamp: int,
         keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
+        base: int,
         order: list[int],
         delivery: BulkDelivery,
         deadline: float,
         keyless: RecordPartitioner | None = None,
     ) -> None:
-        """Append records ``order`` (indices into keys/values) of a ``send_many()`` call:
-        the door of its records.
+        """Append records ``order`` (their indices in a ``send_many()`` call) of the call:
+        the door of its records. Record ``i``'s key and value are ``keys[i - base]`` and
+        ``values[i - base]`` (the lists hold one chunk of the call, from record ``base``);
+        ``order`` and what reaches ``delivery`` are the records' indices in the call.
 
         No future per record: their outcome reaches ``delivery`` per batch. Records for
         ``partition`` are encoded a whole run at a time into its open batch. With
@@ -291,7 +299,7 @@ class RecordAppender(BufferPool):
         """
         if keyless is not None:
             await self._append_each(
-                topic, timestamp, keys, values, order, delivery, deadline, keyless
+                topic, timestamp, keys, values, base, order, delivery, deadline, keyless
             )
             return
         q = self.queue_for(topic, partition)
@@ -304,7 +312,8 @@ class RecordAppender(BufferPool):
                 return
             i = order[pos]
             batch = q.batches[-1] if q.batches and not q.batches[-1].full else None
-            need = record_size(keys[i], values[i], None) + BULK_RECORD_MEMORY + RUN_MEMORY
+            need = record_size(keys[i - base], values[i - base], None)
+            need += BULK_RECORD_MEMORY + RUN_MEMORY
             if batch is None:
                 need += BATCH_MEMORY
             room = reserved or (0 if self._waiters else self.limit - self.budget.used)
@@ -316,7 +325,7 @@ class RecordAppender(BufferPool):
                     self.budget.used += BATCH_MEMORY
                 start = pos
                 pos = append_core.append_run(
-                    self, batch, timestamp, keys, values, order, pos, room - RUN_MEMORY
+                    self, batch, timestamp, keys, values, base, order, pos, room - RUN_MEMORY
                 )
                 if pos > start:
                     self._add_run(batch, delivery, order[start:pos], timestamp)
@@ -346,6 +355,7 @@ class RecordAppender(BufferPool):
         timestamp: int,
         keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
+        base: int,
         order: list[int],
         delivery: BulkDelivery,
         deadline: float,
@@ -372,7 +382,7 @@ class RecordAppender(BufferPool):
                     room = self.limit - self.budget.used - RUN_MEMORY
                     before, start = len(batch.buf), pos
                     pos = append_core.append_run(
-                        self, batch, timestamp, keys, values, order, pos, min(room, cap)
+                        self, batch, timestamp, keys, values, base, order, pos, min(room, cap)
                     )
                     if pos > start:
                         self._add_run(batch, delivery, order[start:pos], timestamp)
@@ -383,8 +393,9 @@ class RecordAppender(BufferPool):
                         await self._pass_on_full(more=pos < total)
                     if pos > start or batch.full:
                         continue
+            i = order[pos]
             await self._append_one(
-                topic, timestamp, values, order[pos], delivery, deadline, keyless
+                topic, timestamp, values[i - base], i, delivery, deadline, keyless
             )
             pos += 1
 
@@ -392,16 +403,15 @@ class RecordAppender(BufferPool):
         self,
         topic: str,
         timestamp: int,
-        values: Sequence[bytes | None],
+        value: bytes | None,
         i: int,
         delivery: BulkDelivery,
         deadline: float,
         keyless: RecordPartitioner,
     ) -> None:
-        """Keyless record ``i`` of a ``send_many()`` call through the routine, a
-        run of its own in ``delivery``; placed again after a wait for memory, as
-        ``send()``'s are."""
-        value = values[i]
+        """Keyless record ``i`` of a ``send_many()`` call (its ``value``) through the
+        routine, a run of its own in ``delivery``; placed again after a wait for memory,
+        as ``send()``'s are."""
         need = record_size(None, value, None) + _BULK_HELD
         reserved = 0
         closed = False  # it closed a batch (filled it)
@@ -456,7 +466,8 @@ class RecordAppender(BufferPool):
 
     async def _pass_on_full(self, *, more: bool) -> None:
         """A ``send_many()`` run filled its batch: the call hands over
-        (:func:`~aiokafka_lite._internal.hand_over.pass_on`) if it has ``more`` records,
+        (:func:`~aiokafka_lite._internal.hand_over.pass_on`: it wakes the sender and
+        yields, unless the loop turned less than a slice ago) if it has ``more`` records,
         else only wakes the sender, which takes the full batch."""
         if more:
             await pass_on(self, self._wakeup)

@@ -25,6 +25,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ..config import ProducerConfig
 from ..errors import (
@@ -68,7 +69,7 @@ class BatchOutcomes:
         idem: IdempotenceState | None,
         txn: TransactionManager | None,
         metrics: ProducerMetrics,
-        answered: Callable[[], None],
+        answered: Callable[[int, asyncio.Future[Any]], None],
     ) -> None:
         self._config = config
         self._acc = accumulator
@@ -111,7 +112,7 @@ class BatchOutcomes:
                     batch.maybe_written = True
                     self._settle_safely(batch, error, now)
         finally:
-            self._answered()
+            self._answered(node_id, fut)
 
     def _settle_safely(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
         """Retry or fail ``batch``; if even that raises, fail its records directly."""

@@ -78,10 +78,18 @@ async def send_runs(
     send()'s checks for a chunk of records at a time, then each partition's records of
     the chunk are encoded in one run. Chunks let the sender ship early batches while
     later ones are still being encoded.
+
+    The keys and values (serialized) are held for one chunk only: record ``i`` of the
+    chunk from ``lo`` is at ``keys[i - lo]``, ``values[i - lo]``, while the indices that
+    reach ``delivery`` stay the records' own. A chunk's records are all encoded (or
+    failed) before the next one is placed, and a record's slots are written before its
+    index joins a run, so no run reads a slot left by another chunk (a record that fails
+    its checks joins none). The lists are reused: a call's whole length would be two
+    lists the garbage collector walks, slot by slot, in each collection it sees them.
     """
     count = len(items)
-    keys: list[bytes | None] = [None] * count
-    values: list[bytes | None] = [None] * count
+    keys: list[bytes | None] = [None] * min(CHUNK, count)
+    values: list[bytes | None] = [None] * min(CHUNK, count)
     ts = int(time.time() * 1000)
     for lo in range(0, count, CHUNK):
         hi = min(lo + CHUNK, count)
@@ -90,7 +98,9 @@ async def send_runs(
             for p, order in by_partition.items():
                 # p -1: keyless, placed where each is appended, as send() places them
                 keyless = placement.partitioner if p < 0 else None
-                await acc.append_run(topic, p, ts, keys, values, order, delivery, deadline, keyless)
+                await acc.append_run(
+                    topic, p, ts, keys, values, lo, order, delivery, deadline, keyless
+                )
 
 
 def _group(
@@ -105,10 +115,11 @@ def _group(
     parts: Sequence[Any],
     delivery: BulkDelivery,
 ) -> list[dict[int, list[int]]]:
-    """Check, serialize and place ``items[lo:hi]`` into keys/values: segments of
-    partition -> indices, in call order. A segment holds either keyed records (grouped by
-    partition) or a run of keyless ones (under -1, placed as they are appended), so that
-    each partition takes its records in call order."""
+    """Check, serialize and place ``items[lo:hi]`` into keys/values (record ``i`` at
+    ``i - lo``: they hold this chunk): segments of partition -> indices, in call order.
+    A segment holds either keyed records (grouped by partition) or a run of keyless ones
+    (under -1, placed as they are appended), so that each partition takes its records in
+    call order."""
     segments: list[dict[int, list[int]]] = [{}]
     plain = placement.plain
     limit = placement.max_request_size - MAX_RECORD_OVERHEAD
@@ -116,7 +127,8 @@ def _group(
     while i < hi:
         if plain:
             if partition is None and _keyless_plain(items[i], limit):
-                i = _place_keyless(items, i, hi, keys, values, limit, _keyless_order(segments))
+                order = _keyless_order(segments)
+                i = _place_keyless(items, i, hi, keys, values, lo, limit, order)
                 continue
             by_partition = segments[-1]
             if -1 in by_partition:
@@ -129,6 +141,7 @@ def _group(
                 hi,
                 keys,
                 values,
+                lo,
                 partition,
                 len(parts),
                 limit,
@@ -138,7 +151,7 @@ def _group(
             if stop > i or stop == hi:
                 i = stop
                 continue
-        p = _group_one(placement, topic, items, i, keys, values, partition, parts, delivery)
+        p = _group_one(placement, topic, items, i, keys, values, lo, partition, parts, delivery)
         if p is not None:
             if segments[-1] and ((p < 0) != (-1 in segments[-1])):
                 segments.append({})  # keyed after keyless records, or keyless after keyed
@@ -171,17 +184,19 @@ def _place_keyless(
     hi: int,
     keys: list[bytes | None],
     values: list[bytes | None],
+    base: int,
     limit: int,
     order: list[int],
 ) -> int:
     """Plain keyless records from ``items[lo]`` on into ``order`` (their partition is the
-    sticky one, chosen as each is appended); returns the first index that is not one."""
+    sticky one, chosen as each is appended), each at ``i - base`` in keys/values; returns
+    the first index that is not one."""
     for i in range(lo, hi):
         item = items[i]
         if not _keyless_plain(item, limit):
             return i
-        keys[i] = None
-        values[i] = item[1]
+        keys[i - base] = None
+        values[i - base] = item[1]
         order.append(i)
     return hi
 
@@ -193,12 +208,14 @@ def _group_one(
     i: int,
     keys: list[bytes | None],
     values: list[bytes | None],
+    base: int,
     partition: int | None,
     parts: Sequence[Any],
     delivery: BulkDelivery,
 ) -> int | None:
-    """send()'s full checks, serializers and placement for record ``i`` alone: its
-    partition (-1: keyless, placed when appended), None if it failed."""
+    """send()'s full checks, serializers and placement for record ``i`` alone (its key
+    and value to ``i - base`` in keys/values): its partition (-1: keyless, placed when
+    appended), None if it failed (its slots then untouched, and read by no run)."""
     try:
         k, v = items[i]
     except (TypeError, ValueError):
@@ -210,8 +227,8 @@ def _group_one(
     except Exception as e:  # this record only
         delivery.record_failed(i, e)
         return None
-    keys[i] = k
-    values[i] = v
+    keys[i - base] = k
+    values[i - base] = v
     return p
 
 

@@ -12,8 +12,18 @@ which remembers the task (``RecordAccumulator.filler``).
   which the fast path takes, mostly its next fill; for any other record its next send),
   :func:`hand_over` wakes the sender and yields once, so that the full batch leaves and
   the broker works while the caller goes on appending, as beside Java's sender thread.
-* ``send_many()`` and ``send_batch()``: the call yields once right after each batch it
-  filled (or queued), and goes on (:func:`pass_on`).
+* ``send_many()`` and ``send_batch()``: right after each batch it filled (or queued),
+  the call wakes the sender and yields once (:func:`pass_on`).
+
+Either yield is skipped while the loop turned less than a slice ago
+(:data:`HAND_OVER_SLICE`, at most ``linger_ms``): at the sender's last pass, or at the
+last hand-over's yield. The sender is still woken, and the full batch leaves at the
+loop's next turn: the caller's next await, or its next fill once the slice has passed
+(a caller that keeps filling hands over at least once per slice and a fill). Java's
+sender thread drains concurrently with the caller, so a busy caller's batches leave
+several to a request; yielding at every fill would make each batch a request of its own
+whenever the broker answers faster than the caller fills, and a request costs a system
+call and an answer to handle, whatever it holds.
 
 Only the filler yields: tasks that each send once (``gather``, request handlers) never
 do, so their records keep the order of their calls. A fast-path fill is remembered only
@@ -26,9 +36,18 @@ the caller re-checks the producer's state after it.
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+#: How long after the loop last turned a filler goes on instead of yielding at once
+#: (seconds; ``linger_ms`` when that is shorter, so that with ``linger_ms=0`` the filler
+#: yields at every fill). Long enough for the batches of a few fills to leave together,
+#: one request per broker; short beside a broker's answer with ``acks="all"``
+#: (milliseconds). Measured on ``time.perf_counter()``, whose ticks are far finer than
+#: a slice on every platform.
+HAND_OVER_SLICE = 0.001
 
 
 class Declined(int):
@@ -65,10 +84,13 @@ FILLED: Declined = _Filled(0)
 
 
 class Fills(Protocol):
-    """Where the last filler is kept (a RecordAccumulator), and the count of fills."""
+    """Where the last filler is kept (a RecordAccumulator), the count of fills, when the
+    loop last turned (``time.perf_counter()``) and the hand-over slice."""
 
     filler: weakref.ref[asyncio.Task[Any]] | None
     fills: int
+    turned_at: float
+    hand_over_slice: float
 
 
 def current_task_ref() -> weakref.ref[asyncio.Task[Any]] | None:
@@ -86,21 +108,26 @@ def filled(fills: Fills) -> None:
 
 async def pass_on(fills: Fills, wake: Callable[[], None] | None) -> None:
     """A ``send_many()`` or ``send_batch()`` call filled (or queued) a batch: wake the
-    sender and yield once, so that it takes the batch while the call goes on. The task
-    has handed over: it is no longer a filler for its next ``send()``. ``wake`` is None
-    when the sender was woken already (``send_batch()``: the accumulator wakes it as it
-    queues the batch)."""
+    sender and, if the loop last turned a slice ago or more (``fills.turned_at``,
+    ``fills.hand_over_slice``), yield once, so that the sender takes the batch (and
+    answers are read) while the call goes on; the task has then handed over: it is no
+    longer a filler for its next ``send()``. ``wake`` is None when the sender was woken
+    already (``send_batch()``: the accumulator wakes it as it queues the batch)."""
     if wake is not None:
         wake()
+    if time.perf_counter() - fills.turned_at < fills.hand_over_slice:
+        return  # the loop turned moments ago: the batch waits for the next turn
     await asyncio.sleep(0)
+    fills.turned_at = time.perf_counter()
     last = fills.filler
     if last is not None and last() is asyncio.current_task():
         fills.filler = None
 
 
 async def hand_over(fills: Fills, filling: bool, wake: Callable[[], None]) -> None:
-    """Before a general-path append: yield once if this task is the filler (the last
-    task that filled a batch).
+    """Before a general-path append: if this task is the filler (the last task that
+    filled a batch), wake the sender and yield once, unless the loop turned less than a
+    slice ago.
 
     ``filling``: this send's record did not fit its open batch (found by the fast path).
     Called when that is so or a filler is remembered; then it is forgotten.
@@ -109,6 +136,8 @@ async def hand_over(fills: Fills, filling: bool, wake: Callable[[], None]) -> No
     task = asyncio.current_task()  # (None: send() driven outside a task, never a filler)
     if last is not None and task is not None and last() is task:
         wake()
-        await asyncio.sleep(0)
+        if time.perf_counter() - fills.turned_at >= fills.hand_over_slice:
+            await asyncio.sleep(0)
+            fills.turned_at = time.perf_counter()
     if filling:
         filled(fills)

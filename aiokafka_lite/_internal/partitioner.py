@@ -152,6 +152,7 @@ def place_plain(
     hi: int,
     keys: list[bytes | None],
     values: list[bytes | None],
+    base: int,
     partition: int | None,
     num_partitions: int,
     max_size: int,
@@ -161,12 +162,16 @@ def place_plain(
     """Place ``send_many()``'s plain records from ``items[lo]`` on: return where it stopped.
 
     A plain record is a ``(bytes, bytes | None)`` tuple of at most ``max_size`` bytes: it
-    needs no serializer and no check beyond these. Its key and value go to ``keys[i]`` and
-    ``values[i]``, its index to ``by_partition[p]`` (``partition``, else the key's murmur2
-    partition). The first record that is not plain stops the run (its index is returned,
-    ``hi`` when every record was plain): the caller gives it the full checks, then calls
-    again from the next index, so each partition's indices stay in input order.
+    needs no serializer and no check beyond these. Its key and value go to ``keys[i - base]``
+    and ``values[i - base]`` (the lists hold one chunk of the call, from record ``base``;
+    IndexError if ``lo:hi`` is not all in them), its index to ``by_partition[p]``
+    (``partition``, else the key's murmur2 partition). The first record that is not plain
+    stops the run (its index is returned, ``hi`` when every record was plain): the caller
+    gives it the full checks, then calls again from the next index, so each partition's
+    indices stay in input order.
     """
+    if lo < base or min(hi, len(items)) - base > min(len(keys), len(values)):
+        raise IndexError(f"records {lo}..{hi} do not fit keys/values from {base}")
     cached, hash_ = hashes.peek, hashes.hash
     for i in range(lo, hi):
         item = items[i]
@@ -182,8 +187,8 @@ def place_plain(
             p = (hash_(k) if h is None else h) % num_partitions
         else:
             p = partition
-        keys[i] = k
-        values[i] = v
+        keys[i - base] = k
+        values[i - base] = v
         order = by_partition.get(p)
         if order is None:
             by_partition[p] = [i]

@@ -44,7 +44,7 @@ class ProducerBulk(Generic[K, V]):
         _record_partitioner: RecordPartitioner
         send: Callable[..., Awaitable[asyncio.Future[RecordMetadata]]]
 
-        def _check_running(self) -> None: ...
+        def _check_sending(self) -> None: ...
         def _check_transactional_send(self) -> None: ...
         def _known_partitions(self, topic: str) -> tuple[Any, ...] | None: ...
         async def _wait_on_metadata(self, topic: str, deadline: float) -> tuple[Any, ...]: ...
@@ -68,7 +68,7 @@ class ProducerBulk(Generic[K, V]):
         record, as aiokafka does). The future resolves to the metadata of the
         batch's first record (to None for an empty batch, which sends nothing).
         """
-        self._check_running()
+        self._check_sending()
         self._check_transactional_send()
         if not isinstance(batch, BatchBuilder):
             raise TypeError(
@@ -85,8 +85,9 @@ class ProducerBulk(Generic[K, V]):
             empty.set_result(None)  # type: ignore[arg-type]
             return empty
         fut = await self._acc.append_built(topic, partition, builder, self._max_block)
-        # A yield per batch lets the sender ship it while the caller builds the
-        # next one, instead of after a whole loop of batches. (Queuing it woke the sender.)
+        # The hand-over lets the sender ship it while the caller builds the next one,
+        # instead of after a whole loop of batches: a yield, unless the loop turned less
+        # than a slice ago. (Queuing it woke the sender.)
         await pass_on(self._acc, None)
         return fut
 
@@ -110,7 +111,7 @@ class ProducerBulk(Generic[K, V]):
         report) with :class:`~aiokafka_lite.errors.KafkaTimeoutError`.
         All records of the call share one timestamp (the time of the call).
         """
-        self._check_running()
+        self._check_sending()
         self._check_transactional_send()
         deadline = time.monotonic() + self._max_block  # for the whole call
         parts = self._known_partitions(topic)

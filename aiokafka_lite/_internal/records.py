@@ -201,8 +201,11 @@ class RecordBatchBuilder:
         limit: int,
         budget: int,
         per_record: int = 0,
+        base: int = 0,
     ) -> int:
-        """Encode records ``order[start:]`` (indices into keys/values), all stamped ``timestamp``.
+        """Encode records ``order[start:]``, all stamped ``timestamp``: record ``i``'s key and
+        value are ``keys[i - base]`` and ``values[i - base]`` (``send_many()`` keeps one chunk
+        of its call there, from record ``base``).
 
         Stops before the record that would take the buffer past ``limit``
         (unless the batch is still empty, as in :meth:`append`) or make the
@@ -223,7 +226,9 @@ class RecordBatchBuilder:
         end = len(buf)
         pos = start
         for pos in range(start, len(order)):
-            i = order[pos]
+            i = order[pos] - base
+            if i < 0:  # (no negative index may wrap around to another record)
+                raise IndexError(f"record {i + base} is before keys/values from {base}")
             key = keys[i]
             value = values[i]
             n = fixed

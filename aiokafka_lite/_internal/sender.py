@@ -16,7 +16,8 @@ names the topic, partition and the broker's error (:mod:`aiokafka_lite._internal
 Then, in the same callback, a pass runs at once (:meth:`Sender.answered`), as Java's loop
 drains right after ``poll()`` has handled the answers: the partitions an answer freed
 send their next batches before the application's tasks run again, so that a task busy
-appending does not stand between an answer and the next request.
+appending does not stand between an answer and the next request. Answers read together
+make one pass, after the last of them, so that what they free shares a request.
 
 This module is the loop, the Produce requests it builds from drained batches, and the
 idempotent producer's id and epoch (asked for with :mod:`aiokafka_lite._internal.producer_id`
@@ -27,10 +28,12 @@ under a new epoch).
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from ..config import ProducerConfig
 from ..errors import (
@@ -103,6 +106,9 @@ class Sender:
         self._wake: asyncio.Future[None] | None = None
         self._wake_timer: asyncio.TimerHandle | None = None  # ends the loop's sleep
         self._task: Handle[None] | None = None
+        # Per node, its Produce requests whose answers are not handled yet, in the order
+        # sent (the order a connection answers in): see answered().
+        self._unhandled: dict[int, collections.deque[asyncio.Future[Any]]] = {}
         # Counted per request and per batch, never per record.
         self.requests_sent = 0
         self.batches_sent = 0
@@ -137,12 +143,25 @@ class Sender:
         if wake is not None and not wake.done():
             wake.set_result(None)
 
-    def answered(self) -> None:
-        """A Produce answer was handled (its batches finished, put back or failed): run a
-        pass now, inside the answer's callback, so that what the answer freed leaves before
-        any other task runs. The loop is woken only if it sleeps past the pass's next
-        deadline; a pass that raises leaves the work to the loop, whose own pass meets the
-        same failure, logs it and backs off."""
+    def answered(self, node_id: int, fut: asyncio.Future[Any]) -> None:
+        """A Produce answer (``fut``, from ``node_id``) was handled (its batches finished,
+        put back or failed): run a pass now, inside the answer's callback, so that what the
+        answer freed leaves before any other task runs.
+
+        When the node's next answer is already in too (read with this one: its callback
+        comes right after this one), the pass waits for it: one pass after all the
+        answers of a read, as Java drains once after ``poll()`` has handled them all, so
+        that the partitions they free share one request instead of taking one each. The
+        loop is woken only if it sleeps past the pass's next deadline; a pass that raises
+        leaves the work to the loop, whose own pass meets the same failure, logs it and
+        backs off."""
+        waiting = self._unhandled.get(node_id)
+        if waiting is not None and fut in waiting:
+            waiting.remove(fut)  # (the first, unless a later request failed alone)
+            if waiting and waiting[0].done():
+                return
+            if not waiting:
+                del self._unhandled[node_id]
         if not self._out.running or self._task is None or self._task.done():
             self.wakeup()
             return
@@ -328,6 +347,7 @@ class Sender:
         self.batches_sent += len(sending)
         self.records_sent += record_count
         self.metrics.request_sent(record_count, now)
+        self._unhandled.setdefault(conn.node_id, collections.deque()).append(fut)
         fut.add_done_callback(partial(self._out.on_response, by_tp, conn.node_id, now))
 
     def _fail_request(

@@ -5,9 +5,10 @@ A message is a :class:`msgspec.Struct` whose fields carry a :class:`F` spec in
 schemas: the wire type (the schema's own type string, e.g. ``"int32"``,
 ``"[]int32"``, ``"string"``, ``"[]PartitionProduceData"``), the versions the
 field exists in, the versions it may be null in, and its tag if it is a tagged
-field. From those declarations we compile, once per (message, version), a list
-of small encode/decode steps; nothing about a message's layout is written by
-hand anywhere else.
+field. From those declarations we compile, once per (message, version), small
+encode/decode steps per field, and one encode and one decode function per struct
+that runs them in order (a run of adjacent fixed-size numbers packed or unpacked
+at once); nothing about a message's layout is written by hand anywhere else.
 
 Decoding is defensive because the bytes come from the network: every length is
 checked against what is left in the frame before it is used, so a truncated or
@@ -17,6 +18,7 @@ allocating gigabytes.
 
 from __future__ import annotations
 
+import keyword
 import struct
 import typing
 from collections.abc import Callable
@@ -145,6 +147,7 @@ def _fixed(st: struct.Struct) -> tuple[Encoder, Decoder]:
             raise DecodeError("truncated fixed-size field")
         return unpack_from(buf, pos)[0], pos + size
 
+    enc.fixed = st  # type: ignore[attr-defined]  # (a plain number: _compile merges runs)
     return enc, dec
 
 
@@ -182,9 +185,14 @@ def _length_prefix(compact: bool, wide: bool) -> tuple[Encoder, Decoder]:
     if compact:
 
         def enc(out: bytearray, n: int) -> None:
-            write_uvarint(out, n + 1)
+            if 0 <= n < 0x7F:
+                out.append(n + 1)
+            else:
+                write_uvarint(out, n + 1)
 
         def dec(buf: bytes, pos: int) -> tuple[int, int]:
+            if pos < len(buf) and buf[pos] < 0x80:  # (a length under 127: one byte)
+                return buf[pos] - 1, pos + 1
             n, pos = read_uvarint(buf, pos)
             return n - 1, pos
 
@@ -375,37 +383,86 @@ def _codecs(cls: type[Message], version: int, flexible: bool) -> tuple[Encoder, 
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    plan = _plan(cls, version, flexible)
-    steps = [
-        (name, enc) for name, enc in zip(plan.names, plan.encoders, strict=True) if enc is not None
-    ]
-    tag_steps = sorted(
-        (tag, plan.names[i], _fresh(plan.defaults[i]), enc)
-        for tag, (i, enc, _) in plan.tagged.items()
-    )
-    field_steps = list(zip(plan.decoders, plan.defaults, strict=True))
-    tag_decoders = {tag: (i, dec) for tag, (i, _, dec) in plan.tagged.items()}
+    codecs = _compile(cls, _plan(cls, version, flexible), flexible)
+    _CACHE[key] = codecs
+    return codecs
 
-    def encode_struct(out: bytearray, msg: Any) -> None:
-        for name, enc in steps:
-            enc(out, getattr(msg, name))
-        if flexible:
-            _encode_tagged(out, msg, tag_steps)
 
-    def decode_struct(buf: bytes, pos: int) -> tuple[Any, int]:
-        values = []
-        for dec, default in field_steps:
-            if dec is None:
-                values.append(_fresh(default))
+def _compile(cls: type[Message], plan: _Plan, flexible: bool) -> tuple[Encoder, Decoder]:
+    """One encode and one decode function for the plan, written out as Python source: a
+    run of adjacent fixed-size numbers is packed or unpacked with one struct call, every
+    other field goes through its step; the same steps and checks as calling them in a
+    loop, with none of the loop's per-field overhead. Only field names (identifiers, as
+    msgspec requires) and numbers enter the source."""
+    env: dict[str, Any] = {
+        "DecodeError": DecodeError,
+        "cls": cls,
+        "len": len,
+        "_encode_tagged": _encode_tagged,
+        "_decode_tagged": _decode_tagged,
+        "tag_steps": sorted(
+            (tag, plan.names[i], _fresh(plan.defaults[i]), enc)
+            for tag, (i, enc, _) in plan.tagged.items()
+        ),
+        "tag_decoders": {tag: (i, dec) for tag, (i, _, dec) in plan.tagged.items()},
+    }
+    for name in plan.names:
+        if not name.isidentifier() or keyword.iskeyword(name):  # (none is)
+            raise TypeError(f"{cls.__name__}: field name {name!r} is not an attribute name")
+    enc_src = ["def encode_struct(out, msg):"]
+    dec_src = ["def decode_struct(buf, pos):"]
+    n = len(plan.names)
+    i = 0
+    while i < n:
+        name = plan.names[i]
+        enc, dec = plan.encoders[i], plan.decoders[i]
+        if enc is None or dec is None:  # absent or tagged in this version
+            default = plan.defaults[i]
+            if getattr(default, "factory", None) is None:
+                env[f"c{i}"] = default
+                dec_src.append(f"    v{i} = c{i}")
             else:
-                v, pos = dec(buf, pos)
-                values.append(v)
-        if flexible:
-            pos = _decode_tagged(buf, pos, values, tag_decoders)
-        return cls(*values), pos
-
-    _CACHE[key] = (encode_struct, decode_struct)
-    return encode_struct, decode_struct
+                env[f"f{i}"] = default.factory
+                dec_src.append(f"    v{i} = f{i}()")
+            i += 1
+            continue
+        run: list[int] = []
+        while i + len(run) < n and getattr(plan.encoders[i + len(run)], "fixed", None):
+            run.append(i + len(run))
+        if run:
+            fmt = ">" + "".join(plan.encoders[j].fixed.format.lstrip(">") for j in run)  # type: ignore[union-attr]
+            st = struct.Struct(fmt)
+            env[f"P{i}"], env[f"U{i}"] = st.pack, st.unpack_from
+            args = ", ".join(f"msg.{plan.names[j]}" for j in run)
+            enc_src.append(f"    out += P{i}({args})")
+            targets = "".join(f"v{j}, " for j in run)
+            dec_src.append(f"    if pos + {st.size} > len(buf):")
+            dec_src.append("        raise DecodeError('truncated fixed-size field')")
+            dec_src.append(f"    {targets}= U{i}(buf, pos)")
+            dec_src.append(f"    pos += {st.size}")
+            i += len(run)
+            continue
+        env[f"e{i}"], env[f"d{i}"] = enc, dec
+        enc_src.append(f"    e{i}(out, msg.{name})")
+        dec_src.append(f"    v{i}, pos = d{i}(buf, pos)")
+        i += 1
+    values = ", ".join(f"v{j}" for j in range(n))
+    if flexible:
+        # Most structs have no tagged field set: one zero byte, written and read inline.
+        if env["tag_steps"]:
+            enc_src.append("    _encode_tagged(out, msg, tag_steps)")
+        else:
+            enc_src.append("    out.append(0)")
+        dec_src.append("    if pos < len(buf) and buf[pos] == 0:")
+        dec_src.append(f"        return cls({values}), pos + 1")
+        dec_src.append(f"    values = [{values}]")
+        dec_src.append("    pos = _decode_tagged(buf, pos, values, tag_decoders)")
+        dec_src.append("    return cls(*values), pos")
+    else:
+        enc_src.append("    pass")
+        dec_src.append(f"    return cls({values}), pos")
+    exec("\n".join(enc_src) + "\n" + "\n".join(dec_src), env)
+    return env["encode_struct"], env["decode_struct"]
 
 
 def _encode_tagged(

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 from conftest import TopicFactory
+from loop_turns import counting_turns
 from partition_checks import java_partition
 from readers import read_all_confluent
 from test_send_path import TWINS, path_of, started
@@ -136,49 +137,43 @@ async def test_a_filler_hands_over_once_per_slice_and_its_batches_share_requests
     keys = [b"k%d" % (i % 97) for i in range(40_000)]
     async with started(bootstrap, batch_size=BATCH // 2, linger_ms=5) as producer:
         await producer.partitions_for(topic)
-        turns, done = 0, False
-
-        async def ticker() -> None:
-            nonlocal turns
-            while not done:
-                turns += 1
-                await asyncio.sleep(0)
-
-        task = asyncio.create_task(ticker())
-        await asyncio.sleep(0)  # (the ticker's first turn)
-        turns, fills = 0, 0
+        fills = 0
         futures: list[Any] = []
-        started_at = time.monotonic()
-        if call == "send":
-            futures = [await producer.send(topic, value(i), k) for i, k in enumerate(keys)]
-            fills = producer._acc.fills
-        elif call == "send_many":
-            futures.append(
-                await producer.send_many(topic, [(k, value(i)) for i, k in enumerate(keys)])
-            )
-            fills = producer._sender.batches_sent + sum(
-                len(q.batches) for parts in producer._acc.queues.values() for q in parts.values()
-            )
-        else:
-            parts = [java_partition(k, 4) for k in keys]
-            open_batches = [producer.create_batch() for _ in range(4)]
-            for i, (k, p) in enumerate(zip(keys, parts, strict=True)):
-                if open_batches[p].append(key=k, value=value(i), timestamp=None) is None:
-                    futures.append(await producer.send_batch(open_batches[p], topic, partition=p))
-                    fills += 1
-                    open_batches[p] = producer.create_batch()
-                    assert open_batches[p].append(key=k, value=value(i), timestamp=None)
-            for p, b in enumerate(open_batches):
-                futures.append(await producer.send_batch(b, topic, partition=p))
-        took = time.monotonic() - started_at
-        done = True
-        await task
+        async with counting_turns() as turns:
+            started_at = time.monotonic()
+            if call == "send":
+                futures = [await producer.send(topic, value(i), k) for i, k in enumerate(keys)]
+                fills = producer._acc.fills
+            elif call == "send_many":
+                futures.append(
+                    await producer.send_many(topic, [(k, value(i)) for i, k in enumerate(keys)])
+                )
+                fills = producer._sender.batches_sent + sum(
+                    len(q.batches)
+                    for parts in producer._acc.queues.values()
+                    for q in parts.values()
+                )
+            else:
+                parts = [java_partition(k, 4) for k in keys]
+                open_batches = [producer.create_batch() for _ in range(4)]
+                for i, (k, p) in enumerate(zip(keys, parts, strict=True)):
+                    if open_batches[p].append(key=k, value=value(i), timestamp=None) is None:
+                        futures.append(
+                            await producer.send_batch(open_batches[p], topic, partition=p)
+                        )
+                        fills += 1
+                        open_batches[p] = producer.create_batch()
+                        assert open_batches[p].append(key=k, value=value(i), timestamp=None)
+                for p, b in enumerate(open_batches):
+                    futures.append(await producer.send_batch(b, topic, partition=p))
+            took = time.monotonic() - started_at
         await asyncio.gather(*futures)
         requests, batches = producer._sender.requests_sent, producer._sender.batches_sent
     assert fills > 4_000
     # At most a yield per slice, each giving the ticker a turn or two; a yield per
     # fill would give it a turn per fill (a fill takes ~10-100 µs here, a slice 1 ms).
-    assert turns <= 2 * (took / HAND_OVER_SLICE + 1) + 2, (turns, took, fills)
+    assert HAND_OVER_SLICE == 0.001  # the slice the docs promise (1 ms; linger 5 ms)
+    assert turns.count <= 2 * (took / 0.001 + 1) + 2, (turns, took, fills)
     assert batches >= 1.5 * requests, (batches, requests)
     read = read_all_confluent(bootstrap, topic, len(keys))
     for p in range(4):
@@ -195,25 +190,13 @@ async def test_with_linger_0_a_send_batch_loop_yields_at_every_batch(
     async with started(bootstrap, linger_ms=0) as producer:
         assert producer._acc.hand_over_slice == 0
         await producer.partitions_for(topic)
-        turns, done = 0, False
-
-        async def ticker() -> None:
-            nonlocal turns
-            while not done:
-                turns += 1
-                await asyncio.sleep(0)
-
-        task = asyncio.create_task(ticker())
-        await asyncio.sleep(0)  # (the ticker's first turn)
-        turns = 0
         futures = []
-        for i in range(300):
-            batch = producer.create_batch()
-            assert batch.append(key=None, value=value(i), timestamp=None)
-            futures.append(await producer.send_batch(batch, topic, partition=0))
-        done = True
-        await task
-        assert turns >= 300, turns
+        async with counting_turns() as turns:
+            for i in range(300):
+                batch = producer.create_batch()
+                assert batch.append(key=None, value=value(i), timestamp=None)
+                futures.append(await producer.send_batch(batch, topic, partition=0))
+        assert turns.count >= 300, turns
         offsets = [md.offset for md in await asyncio.gather(*futures)]
         assert offsets == list(range(300))
 

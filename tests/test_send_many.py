@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import TopicFactory
+from loop_turns import counting_turns
 from partition_checks import java_partition
 from readers import read_all_confluent
 
@@ -26,6 +27,14 @@ from aiokafka_lite.errors import (
     SerializationError,
 )
 from aiokafka_lite.structs import DeliveryReport, DeliverySegment, TopicPartition
+
+
+def assert_in_call_order(read: list[Any], positions: dict[tuple[int, int], int], n: int) -> None:
+    """Each of the ``n`` partitions holds its records in call order (``positions``: where
+    the report put each call index, by (partition, offset))."""
+    for p in range(n):
+        order = [positions[(r.partition, r.offset)] for r in read if r.partition == p]
+        assert order == sorted(order), f"partition {p} is not in call order"
 
 
 async def test_records_land_where_the_report_says_in_call_order(
@@ -73,9 +82,7 @@ async def test_records_land_where_the_report_says_in_call_order(
         assert r.timestamp == report[i].timestamp
         if key is not None:
             assert r.partition == java_partition(key, 3)
-    for p in range(3):
-        order = [positions[(r.partition, r.offset)] for r in read if r.partition == p]
-        assert order == sorted(order), f"partition {p} is not in call order"
+    assert_in_call_order(read, positions, 3)
 
 
 async def test_keyless_records_are_appended_in_runs(
@@ -249,9 +256,7 @@ async def test_a_call_of_many_chunks_reports_each_record_at_its_own_index(
         assert (r.key, r.value) == (None if key is None else bytes(key), value), i
         if key is not None:
             assert r.partition == java_partition(bytes(key), 3)
-    for p in range(3):
-        order = [positions[(r.partition, r.offset)] for r in read if r.partition == p]
-        assert order == sorted(order), f"partition {p} is not in call order"
+    assert_in_call_order(read, positions, 3)
 
 
 async def test_keys_and_values_are_held_one_chunk_at_a_time(
@@ -417,21 +422,9 @@ async def test_a_keyless_call_yields_after_each_batch_it_fills(
     ) as producer:
         producer._acc.hand_over_slice = 0.0
         await producer.partitions_for(topic)
-        turns, done = 0, False
-
-        async def ticker() -> None:
-            nonlocal turns
-            while not done:
-                turns += 1
-                await asyncio.sleep(0)
-
-        task = asyncio.create_task(ticker())
-        await asyncio.sleep(0)  # (the ticker's first turn)
-        turns = 0
-        fut = await producer.send_many(topic, [(None, bytes(size))] * count)
-        done = True
-        await task
+        async with counting_turns() as turns:
+            fut = await producer.send_many(topic, [(None, bytes(size))] * count)
         await producer.flush()
         report = await fut
     assert len(report) == count and not report.errors
-    assert turns >= count - 1, turns
+    assert turns.count >= count - 1, turns

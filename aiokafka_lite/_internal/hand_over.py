@@ -106,6 +106,16 @@ def filled(fills: Fills) -> None:
     fills.fills += 1
 
 
+async def _turn(fills: Fills) -> bool:
+    """The slice's rule, for both hand-overs: yield once unless the loop turned less than
+    ``fills.hand_over_slice`` ago, and note the turn; whether it yielded."""
+    if time.perf_counter() - fills.turned_at < fills.hand_over_slice:
+        return False
+    await asyncio.sleep(0)
+    fills.turned_at = time.perf_counter()
+    return True
+
+
 async def pass_on(fills: Fills, wake: Callable[[], None] | None) -> None:
     """A ``send_many()`` or ``send_batch()`` call filled (or queued) a batch: wake the
     sender and, if the loop last turned a slice ago or more (``fills.turned_at``,
@@ -115,10 +125,8 @@ async def pass_on(fills: Fills, wake: Callable[[], None] | None) -> None:
     already (``send_batch()``: the accumulator wakes it as it queues the batch)."""
     if wake is not None:
         wake()
-    if time.perf_counter() - fills.turned_at < fills.hand_over_slice:
+    if not await _turn(fills):
         return  # the loop turned moments ago: the batch waits for the next turn
-    await asyncio.sleep(0)
-    fills.turned_at = time.perf_counter()
     last = fills.filler
     if last is not None and last() is asyncio.current_task():
         fills.filler = None
@@ -136,8 +144,6 @@ async def hand_over(fills: Fills, filling: bool, wake: Callable[[], None]) -> No
     task = asyncio.current_task()  # (None: send() driven outside a task, never a filler)
     if last is not None and task is not None and last() is task:
         wake()
-        if time.perf_counter() - fills.turned_at >= fills.hand_over_slice:
-            await asyncio.sleep(0)
-            fills.turned_at = time.perf_counter()
+        await _turn(fills)
     if filling:
         filled(fills)

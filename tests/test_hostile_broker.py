@@ -207,3 +207,54 @@ async def test_a_record_written_without_a_usable_answer_says_its_outcome_is_unkn
     assert isinstance(error, DeliveryOutcomeUnknownError), repr(error)
     assert "retries" in str(error) and isinstance(error.__cause__, ProtocolError)
     check_log(cluster.records(), outcome)
+
+
+# NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+@pytest.mark.parametrize("code", [6, 7, 20])
+async def test_a_batch_appended_before_an_error_is_not_re_sent_under_a_new_epoch(
+    code: int,
+) -> None:
+    """With acks=all a leader appends a batch, then waits for its in-sync replicas, and
+    may answer an error after all: it lost the leadership, or the replicas fell below
+    min.insync.replicas or did not catch up in time. Here partition 0's batch is
+    appended and answered ``code``, and partition 1's is refused (not written) with
+    OUT_OF_ORDER_SEQUENCE_NUMBER, which makes the producer start a new epoch while
+    partition 0's batch waits for its retry. Re-sent under the new epoch it would be
+    written twice (the broker cannot recognise it), so it fails as outcome unknown;
+    partition 1's record is renumbered and delivered. A scripted broker: a real one
+    cannot be made to give these two answers in one request."""
+    first = True
+
+    def produce(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
+        nonlocal first
+        if not first:
+            return healthy()
+        first = False
+        topics = []
+        for t in req.decode().topic_data:
+            results = []
+            for pd in t.partition_data:
+                if pd.index == 0:
+                    cluster._append(t.name, pd)  # written, then the error
+                    results.append(PartitionProduceResponse(pd.index, error_code=code))
+                else:
+                    results.append(PartitionProduceResponse(pd.index, error_code=45))
+            topics.append(TopicProduceResponse(name=t.name, partition_responses=results))
+        return answer(req, ProduceResponse(responses=topics))
+
+    cluster = LogCluster(topics={"t": 2}, hooks={PRODUCE: produce})
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address, linger_ms=50, retry_backoff_ms=500
+        )
+        await producer.start()
+        futures = [await producer.send("t", value(i), partition=i) for i in (0, 1)]
+        outcome = await settle(futures, 10.0)
+        await watch.stop_and_check(producer, futures, stop_timeout=2)
+    assert sorted(r.value for r in cluster.records()) == [value(0), value(1)]  # each once
+    assert sorted(outcome.acked) == [1]
+    (error,) = outcome.failed.values()
+    assert isinstance(error, DeliveryOutcomeUnknownError), repr(error)
+    assert "new epoch" in str(error) and "t[0]" in str(error), str(error)
+    check_log(cluster.records(), outcome)

@@ -54,7 +54,8 @@ def outcome_unknown(batch: ProducerBatch, cause: KafkaError, retries: int) -> Ka
     return _because(
         DeliveryOutcomeUnknownError(
             f"{_where(batch)} may or may not have been written: a request carrying them got "
-            f"no usable answer ({cause}), and its retries (retries={retries}) are used up"
+            f"no usable answer, or an error its leader may answer after appending them "
+            f"({cause}), and its retries (retries={retries}) are used up"
         ),
         cause,
     )

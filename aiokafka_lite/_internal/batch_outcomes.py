@@ -53,6 +53,12 @@ OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 UNKNOWN_PRODUCER_ID = 59
 _FENCING = (47, 90)  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+# Partition errors a leader may answer after it appended the batch: with acks=all it
+# appends first, then waits for the in-sync replicas, and answers NOT_LEADER_OR_FOLLOWER
+# if it lost the leadership meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the replicas
+# fell below min.insync.replicas, REQUEST_TIMED_OUT if they did not catch up in time.
+# Such a batch may be in the log: re-sent under a new epoch it could be written twice.
+_MAYBE_APPENDED = frozenset((6, 20, 7))
 
 # The sender's logger: these are its messages, documented under its name.
 _log = logging.getLogger("aiokafka_lite.sender")
@@ -216,6 +222,8 @@ class BatchOutcomes:
                 f"record {e.batch_index}: {e.batch_index_error_message}" for e in p.record_errors
             ) + (f" ({message})" if message else "")
         error = error_from_response(p.error_code, topic=topic, partition=partition, message=message)
+        if p.error_code in _MAYBE_APPENDED:
+            batch.maybe_written = True
         if self._local_epoch_refused(batch, p.error_code):
             # Not written: the broker does not take an epoch we bumped ourselves.
             _log.warning("%s: a new producer id replaces the locally bumped epoch", error)

@@ -500,8 +500,9 @@ class Sender:
                     DeliveryOutcomeUnknownError(
                         f"{batch.count} record(s) for {batch.queue.tp.topic}"
                         f"[{batch.queue.tp.partition}] may or may not have been written: a "
-                        "request carrying them got no answer, and the producer had to start a "
-                        "new epoch, under which re-sending them could write them twice"
+                        "request carrying them got no answer, or an error its leader may answer "
+                        "after appending them, and the producer had to start a new epoch, under "
+                        "which re-sending them could write them twice"
                     ),
                 )
             else:

@@ -190,10 +190,12 @@ class TransactionAbortedError(KafkaError):
 class DeliveryOutcomeUnknownError(KafkaError):
     """The record may or may not have been written, and cannot safely be sent again.
 
-    Its request got no answer (timeout or lost connection), and then the
-    idempotent producer had to start a new epoch; under a new epoch the broker
-    cannot recognise a re-sent copy, so re-sending could write it twice. Or its
-    requests got no usable answer until its ``retries`` were used up.
+    Its request got no answer (timeout or lost connection), or an error a leader
+    may answer after appending (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    NOT_LEADER_OR_FOLLOWER), and then the idempotent producer had to start a new
+    epoch; under a new epoch the broker cannot recognise a re-sent copy, so
+    re-sending could write it twice. Or its requests got such answers until its
+    ``retries`` were used up.
     """
 
 

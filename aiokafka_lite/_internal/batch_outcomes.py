@@ -56,9 +56,12 @@ _FENCING = (47, 90)  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 # Partition errors a leader may answer after it appended the batch: with acks=all it
 # appends first, then waits for the in-sync replicas, and answers NOT_LEADER_OR_FOLLOWER
 # if it lost the leadership meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the replicas
-# fell below min.insync.replicas, REQUEST_TIMED_OUT if they did not catch up in time.
-# Such a batch may be in the log: re-sent under a new epoch it could be written twice.
-_MAYBE_APPENDED = frozenset((6, 20, 7))
+# fell below min.insync.replicas, REQUEST_TIMED_OUT if they did not catch up in time,
+# KAFKA_STORAGE_ERROR if the partition's log directory went offline meanwhile (Kafka's
+# DelayedProduce.tryComplete, ReplicaManager.getPartitionOrError); the followers may
+# already have copied it. Such a batch may be in the log: re-sent under a new epoch it
+# could be written twice.
+_MAYBE_APPENDED = frozenset((6, 7, 20, 56))
 
 # The sender's logger: these are its messages, documented under its name.
 _log = logging.getLogger("aiokafka_lite.sender")

@@ -41,6 +41,7 @@ from aiokafka_lite.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    NotLeaderOrFollowerError,
     ProtocolError,
     UnsupportedVersionError,
 )
@@ -260,3 +261,40 @@ async def test_a_batch_appended_before_an_error_is_not_re_sent_under_a_new_epoch
     assert isinstance(error, DeliveryOutcomeUnknownError), repr(error)
     assert "new epoch" in str(error) and "t[0]" in str(error), str(error)
     check_log(cluster.records(), outcome)
+
+
+async def test_not_leader_with_acks_1_is_not_an_unknown_outcome() -> None:
+    """With acks=1 a leader answers at once: NOT_LEADER_OR_FOLLOWER then comes only from
+    its check before the append (Kafka's Partition.appendRecordsToLeader), so the record
+    was not written and, its retries used up, fails with that error, not as an outcome
+    unknown. A scripted broker: a real one cannot be made to keep answering it."""
+
+    def produce(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
+        topics = [
+            TopicProduceResponse(
+                name=t.name,
+                partition_responses=[
+                    PartitionProduceResponse(pd.index, error_code=6) for pd in t.partition_data
+                ],
+            )
+            for t in req.decode().topic_data
+        ]
+        return answer(req, ProduceResponse(responses=topics))
+
+    cluster = LogCluster(topics={"t": 1}, hooks={PRODUCE: produce})
+    watch = Watch.begin()
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address,
+            acks=1,
+            enable_idempotence=False,
+            retries=1,
+            retry_backoff_ms=10,
+        )
+        await producer.start()
+        futures = [await producer.send("t", value(0), partition=0)]
+        outcome = await settle(futures, 10.0)
+        await watch.stop_and_check(producer, futures, stop_timeout=2)
+    assert not cluster.records()
+    (error,) = outcome.failed.values()
+    assert isinstance(error, NotLeaderOrFollowerError), repr(error)

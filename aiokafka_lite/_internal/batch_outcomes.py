@@ -60,8 +60,10 @@ _FENCING = (47, 90)  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 # KAFKA_STORAGE_ERROR if the partition's log directory went offline meanwhile (Kafka's
 # DelayedProduce.tryComplete, ReplicaManager.getPartitionOrError); the followers may
 # already have copied it. Such a batch may be in the log: re-sent under a new epoch it
-# could be written twice.
+# could be written twice. With acks=0 or 1 the leader answers at once, and gives
+# NOT_LEADER_OR_FOLLOWER only before appending; KAFKA_STORAGE_ERROR may come mid-append.
 _MAYBE_APPENDED = frozenset((6, 7, 20, 56))
+_MAYBE_APPENDED_ACKS_1 = frozenset((56,))
 
 # The sender's logger: these are its messages, documented under its name.
 _log = logging.getLogger("aiokafka_lite.sender")
@@ -87,6 +89,9 @@ class BatchOutcomes:
         self._txn = txn
         self._metrics = metrics
         self._answered = answered  # the sender's pass after an answer (Sender.answered)
+        self._maybe_appended = (
+            _MAYBE_APPENDED if config.acks_value == -1 else _MAYBE_APPENDED_ACKS_1
+        )
         self.in_flight: set[ProducerBatch] = set()
         # False once the sender stops (or gave up at stop()): nothing is retried after.
         self.running = True
@@ -225,7 +230,7 @@ class BatchOutcomes:
                 f"record {e.batch_index}: {e.batch_index_error_message}" for e in p.record_errors
             ) + (f" ({message})" if message else "")
         error = error_from_response(p.error_code, topic=topic, partition=partition, message=message)
-        if p.error_code in _MAYBE_APPENDED:
+        if p.error_code in self._maybe_appended:
             batch.maybe_written = True
         if self._local_epoch_refused(batch, p.error_code):
             # Not written: the broker does not take an epoch we bumped ourselves.

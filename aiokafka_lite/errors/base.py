@@ -193,9 +193,9 @@ class DeliveryOutcomeUnknownError(KafkaError):
     Its request got no answer (timeout or lost connection), or an error a leader
     may answer after appending (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR), and then the idempotent producer
-    had to start a new epoch; under a new epoch the broker cannot recognise a re-sent copy, so
-    re-sending could write it twice. Or its requests got such answers until its
-    ``retries`` were used up.
+    had to start a new epoch; under a new epoch the broker cannot recognise a
+    re-sent copy, so re-sending could write it twice. Or its requests got such
+    answers until its ``retries`` were used up.
     """
 
 

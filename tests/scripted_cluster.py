@@ -126,7 +126,7 @@ class LogCluster:
             topics = []
             for t in produce.topic_data:
                 results = [
-                    PartitionProduceResponse(pd.index, 0, self._append(t.name, pd))
+                    PartitionProduceResponse(pd.index, 0, self.append(t.name, pd))
                     for pd in t.partition_data
                 ]
                 topics.append(TopicProduceResponse(name=t.name, partition_responses=results))
@@ -174,7 +174,9 @@ class LogCluster:
             topics=topics,
         )
 
-    def _append(self, topic: str, pd: Any) -> int:
+    def append(self, topic: str, pd: Any) -> int:
+        """Write one partition's data of a Produce request to the log, as a healthy
+        answer does (a hook may write it and answer otherwise); its first offset."""
         log = self.log.setdefault((topic, pd.index), [])
         base = len(log)
         records = MemoryRecords(bytes(pd.records))

@@ -238,7 +238,7 @@ async def test_a_batch_appended_before_an_error_is_not_re_sent_under_a_new_epoch
             results = []
             for pd in t.partition_data:
                 if pd.index == 0:
-                    cluster._append(t.name, pd)  # written, then the error
+                    cluster.append(t.name, pd)  # written, then the error
                     results.append(PartitionProduceResponse(pd.index, error_code=code))
                 else:
                     results.append(PartitionProduceResponse(pd.index, error_code=45))

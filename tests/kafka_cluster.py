@@ -281,6 +281,10 @@ class KafkaCluster:
             "delete.topic.enable": "true",
             # Small, quick-to-roll segments keep a test's disk use low.
             "log.segment.bytes": str(64 * 1024 * 1024),
+            # Tests write records with timestamps years in the past (e.g. taken from a
+            # column); time-based retention would delete them at its next check, between a
+            # test's write and its read-back. Nothing in a test broker expires.
+            "log.retention.ms": "-1",
             "log.retention.check.interval.ms": "300000",
         }
         for lst in self.listeners:

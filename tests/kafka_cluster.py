@@ -414,6 +414,21 @@ class KafkaCluster:
                 os.killpg(node.proc.pid, signal.SIGKILL)
             node.proc.wait(timeout=30)
 
+    def pause(self, node_id: int) -> None:
+        """Freeze one node (SIGSTOP to its process group): its sockets stay open and
+        nothing answers, as a node stuck in a long GC pause; :meth:`resume` thaws it."""
+        self._signal(node_id, signal.SIGSTOP)
+
+    def resume(self, node_id: int) -> None:
+        """Thaw a node :meth:`pause` froze (SIGCONT); a no-op for a running node."""
+        self._signal(node_id, signal.SIGCONT)
+
+    def _signal(self, node_id: int, sig: signal.Signals) -> None:
+        node = self.node(node_id)
+        if node.proc is not None and node.alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(node.proc.pid, sig)
+
     def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
         """A controlled shutdown of one node (SIGTERM; its leaderships move first)."""
         node = self.node(node_id)

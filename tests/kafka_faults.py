@@ -56,10 +56,13 @@ def admin(cluster: KafkaCluster) -> AdminClient:
     return AdminClient({"bootstrap.servers": cluster.bootstrap(), "log_level": 0})
 
 
-def create_topic(cluster: KafkaCluster, topic: str, partitions: int) -> None:
-    """Create ``topic`` (replication factor 3) and wait until every partition has a leader."""
+def create_topic(
+    cluster: KafkaCluster, topic: str, partitions: int, config: dict[str, str] | None = None
+) -> None:
+    """Create ``topic`` (replication factor 3, topic ``config``) and wait until every
+    partition has a leader."""
     client = admin(cluster)  # kept alive until the answer: its futures die with it
-    (fut,) = client.create_topics([NewTopic(topic, partitions, 3)]).values()
+    (fut,) = client.create_topics([NewTopic(topic, partitions, 3, config=config or {})]).values()
     fut.result(30)
     wait_for(
         lambda: len(leaders(cluster, topic)) == partitions,
@@ -331,9 +334,11 @@ def keyed(i: int) -> bytes:
     return f"k{i % 24}".encode()
 
 
-def new_topic(cluster: KafkaCluster, partitions: int = 6) -> str:
+def new_topic(
+    cluster: KafkaCluster, partitions: int = 6, config: dict[str, str] | None = None
+) -> str:
     topic = f"faults-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster, topic, partitions)
+    create_topic(cluster, topic, partitions, config)
     return topic
 
 

@@ -16,6 +16,7 @@ one to bring back. Transactions: tests/test_kafka_faults_txn.py.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from kafka_faults import (
     delete_topic,
     fully_replicated,
     keyed,
+    leaders,
     named_cause,
     new_topic,
     producer_for,
@@ -38,12 +40,13 @@ from kafka_faults import (
     wait_for,
 )
 from partition_checks import java_partition
-from test_faults_checks import Outcome, check_errors, outcome_of
+from test_faults_checks import Outcome, check_errors, outcome_of, value
 
 from aiokafka_lite import AIOKafkaProducer
 from aiokafka_lite.errors import (
     DeliveryOutcomeUnknownError,
     KafkaTimeoutError,
+    MessageSizeTooLargeError,
     NotEnoughReplicasError,
     UnknownTopicOrPartitionError,
 )
@@ -201,6 +204,69 @@ async def test_two_nodes_down_then_back(healthy: KafkaCluster) -> None:
     assert idem.producer_id == first_id, "a new producer id, where KIP-360 bumps the epoch"
     if written:  # a failed record that had been sent: its sequence number was lost
         assert idem.epoch > first_epoch, "records failed after they were sent, and no new epoch"
+
+
+@pytest.mark.timeout(300)
+async def test_a_record_appended_before_an_error_is_not_written_twice_under_a_new_epoch(
+    healthy: KafkaCluster,
+) -> None:
+    """A leader appends a record, then answers an error; the producer starts a new epoch
+    before the record's retry. Re-sent under the new epoch it would be written twice
+    (the broker cannot tell the copy from new records), so it fails as outcome unknown
+    and is in the log once.
+
+    A follower of the partition is paused (SIGSTOP): the leader appends the record and
+    waits for that follower (``acks=all``) until the request's timeout, then answers
+    REQUEST_TIMED_OUT. The client's own timer for the request runs out at the same
+    moment; the test holds the client's event loop past it, as a busy machine would, so
+    that the broker's answer is read first (asyncio handles ready sockets before due
+    timers). A record too large for a second topic (``max.message.bytes``) then fails
+    after it was numbered, which makes the producer start a new epoch while the first
+    record waits for its retry. The follower stays paused until every record is settled:
+    the controller fences it, and two replicas in sync are enough
+    (``min.insync.replicas=2``), so a re-sent copy would be written.
+    """
+    topic = new_topic(healthy, 1)
+    small = new_topic(healthy, 1, {"max.message.bytes": "1024"})
+    led = {leaders(healthy, topic)[0], leaders(healthy, small)[0]}
+    paused = next(n.node_id for n in healthy.nodes if n.node_id not in led)
+    watch = Watch.begin()
+    producer = producer_for(
+        healthy, request_timeout_ms=2000, retry_backoff_ms=3000, retry_backoff_max_ms=3000
+    )
+    await producer.start()
+    idem = producer._sender._idem
+    assert idem is not None
+    futures = [await producer.send(topic, value(0), partition=0)]
+    await futures[0]
+    await (await producer.send(small, b"fits", partition=0))  # its metadata, before the pause
+    first_epoch = idem.epoch
+    healthy.pause(paused)
+    try:
+        futures.append(await producer.send(topic, value(1), partition=0))
+        # Hold the loop from 1.5 s to 3 s after the send: the broker answers at 2 s, and
+        # fences the paused node 5 s or more after the pause.
+        asyncio.get_running_loop().call_later(1.5, time.sleep, 1.5)
+        async with asyncio.timeout(60):  # its answer puts it back for a retry
+            while not producer.metrics().get("record-retry-total"):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        assert not futures[1].done()
+        with pytest.raises(MessageSizeTooLargeError):
+            await (await producer.send(small, b"x" * 4096, partition=0))
+        await asyncio.wait(futures, timeout=60)
+        assert idem.epoch > first_epoch, "the failed record did not start a new epoch"
+    finally:
+        healthy.resume(paused)
+    # The record is committed once the paused node is fenced or has caught up.
+    await asyncio.to_thread(wait_for, lambda: fully_replicated(healthy), 90, "full ISRs")
+    outcome = outcome_of(futures)
+    await watch.stop_and_check(producer, futures, stop_timeout=10)
+    written = await read_back_both(healthy, topic, outcome)  # acked once; failed at most once
+    assert sorted(outcome.acked) == [0] and not outcome.pending
+    error = outcome.failed[1]
+    assert isinstance(error, DeliveryOutcomeUnknownError), named_cause(error)
+    assert "new epoch" in str(error) and f"{topic}[0]" in str(error), str(error)
+    assert written == [1], "the record appended before the error is not in the log once"
 
 
 async def test_partitions_added_mid_stream(healthy: KafkaCluster) -> None:

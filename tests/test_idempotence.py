@@ -14,12 +14,18 @@ from typing import Any
 
 import pytest
 from faultproxy import FaultProxy
+from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
 from scripted_broker import ReceivedRequest, answer
-from scripted_cluster import INIT_PRODUCER_ID, LogCluster
+from scripted_cluster import INIT_PRODUCER_ID, PRODUCE, LogCluster
 from test_faults_checks import check_fault_outcome, confluent_reader, value
 from txnlog import read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
+from aiokafka_lite._internal.protocol.produce import (
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
 from aiokafka_lite._internal.protocol.transactions import (
     InitProducerIdRequest,
     InitProducerIdResponse,
@@ -297,3 +303,60 @@ async def test_producer_id_retries_back_off_exponentially() -> None:
             await producer.stop(1)
     asked = cluster.counts.get(INIT_PRODUCER_ID, 0)
     assert 3 <= asked <= 15, f"{asked} InitProducerId requests in about 2.5 s"
+
+
+async def test_a_partition_sends_one_batch_until_the_broker_knows_the_producer() -> None:
+    """Kafka writes the first batch it sees from a producer it holds no state for on a
+    partition whatever its first sequence number. A topic just created refuses the
+    first batch while its leader loads the log (NOT_LEADER_OR_FOLLOWER): had a second
+    batch left meanwhile, it would be written first, with sequence N, and the first
+    could never follow (OUT_OF_ORDER_SEQUENCE_NUMBER until it expires), as Apache Kafka
+    did to a Spark task writing to a topic that its write created. So a partition has
+    one batch in flight until the broker acknowledged one of the producer's id and
+    epoch. A scripted broker: Kafka refuses a new partition's first batch only in a
+    window of milliseconds. Its hook answers as Kafka's sequence check does."""
+    arrived: list[int] = []  # the base sequences of the batches, as they arrive
+    last: dict[int, int] = {}  # producer id -> the last sequence written
+    refused = False
+
+    async def produce(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
+        nonlocal refused
+        results = []
+        (topic,) = req.decode().topic_data
+        for pd in topic.partition_data:
+            batch = MemoryRecords(bytes(pd.records)).next_batch()
+            pid, seq = batch.producer_id, batch.base_sequence
+            arrived.append(seq)
+            if not refused:  # the leader still loads the new partition's log
+                refused = True
+                await asyncio.sleep(0.3)
+                results.append(PartitionProduceResponse(pd.index, error_code=6))
+            elif pid not in last or seq == last[pid] + 1:  # Kafka: any first sequence
+                offset = cluster.append(topic.name, pd)
+                last[pid] = seq + batch.last_offset_delta
+                results.append(PartitionProduceResponse(pd.index, 0, offset))
+            else:
+                results.append(PartitionProduceResponse(pd.index, error_code=45))
+        response = [TopicProduceResponse(name=topic.name, partition_responses=results)]
+        return answer(req, ProduceResponse(responses=response))
+
+    cluster = LogCluster(topics={"t": 1}, hooks={PRODUCE: produce})
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address,
+            max_batch_size=1024,
+            linger_ms=0,
+            retry_backoff_ms=20,
+            request_timeout_ms=1000,
+            delivery_timeout_ms=3000,
+        )
+        await producer.start()
+        try:
+            futures = [await producer.send("t", value(i) * 100, partition=0) for i in range(40)]
+            outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        finally:
+            await producer.stop()
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    assert not failed, f"{len(failed)} of 40 failed, e.g. {failed[0]!r}; arrived {arrived}"
+    assert arrived[:2] == [0, 0], arrived  # the refused batch, then its retry
+    assert [r.value for r in cluster.records()] == [value(i) * 100 for i in range(40)]

@@ -21,13 +21,18 @@ its base class, :class:`~aiokafka_lite._internal.appender.RecordAppender`.
   waiting caller also makes every batch sendable at once (Java's "exhausted").
 * Only partitions holding batches are visited by :meth:`ready`, so its cost
   follows the data buffered, not the number of topics or partitions known.
+* A partition has at most ``max_in_flight_per_partition`` batches in flight, and one
+  until the broker acknowledged a batch of the idempotent producer's current id and
+  epoch there (:attr:`sequenced`): Kafka writes the first batch it sees from a producer
+  it holds no state for whatever its sequence number, so a second batch must not
+  overtake a first one that is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 from ..errors import KafkaError
@@ -49,6 +54,16 @@ __all__ = [
     "ProducerBatch",
     "RecordAccumulator",
 ]
+
+
+class _EveryPartition:
+    """Without idempotence no partition waits for a first acknowledgement."""
+
+    def __contains__(self, tp: object) -> bool:
+        return True
+
+
+_EVERY_PARTITION = _EveryPartition()
 
 
 class RecordAccumulator(RecordAppender):
@@ -83,6 +98,10 @@ class RecordAccumulator(RecordAppender):
         self._linger = linger_ms / 1000
         self._delivery_timeout = delivery_timeout_ms / 1000
         self._max_in_flight = max_in_flight_per_partition
+        #: With idempotence, the partitions where the broker acknowledged a batch of
+        #: the producer's current id and epoch (``IdempotenceState.acknowledged_partitions``);
+        #: any other has one batch in flight, so that its first batch is written first.
+        self.sequenced: Container[TopicPartition] = _EVERY_PARTITION
         self.hand_over_slice = min(self._linger, HAND_OVER_SLICE)
         self._unsendable: list[tuple[ProducerBatch, Exception]] = []
         self._flushing = 0
@@ -110,13 +129,13 @@ class RecordAccumulator(RecordAppender):
         unknown_leader = False
         expired: list[ProducerBatch] = []
         force = bool(self._flushing or self.closing or self._waiters)
-        linger = self._linger
+        linger, sequenced = self._linger, self.sequenced
         for q in list(self._nonempty):
             batches = q.batches
             self._expire(q, now, expired)
             if not batches:
                 continue
-            if q.in_flight >= self._max_in_flight:
+            if q.in_flight and (q.in_flight >= self._max_in_flight or q.tp not in sequenced):
                 continue
             topic, partition = q.tp
             parts = partitions_by_topic.get(topic)
@@ -150,10 +169,14 @@ class RecordAccumulator(RecordAppender):
         return ready, next_delay, unknown_leader, expired
 
     def all_blocked(self) -> bool:
-        """Every partition with a batch queued has its most batches in flight already:
-        nothing can be sent before an answer comes (and an answer wakes the sender)."""
-        limit = self._max_in_flight
-        return all(q.in_flight >= limit for q in self._nonempty)
+        """Every partition with a batch queued has its most batches in flight already
+        (one, where the broker has not yet acknowledged one of the producer's current
+        epoch): nothing can be sent before an answer comes (and an answer wakes the
+        sender)."""
+        limit, sequenced = self._max_in_flight, self.sequenced
+        return all(
+            q.in_flight >= limit or (q.in_flight and q.tp not in sequenced) for q in self._nonempty
+        )
 
     def _set_aside(self, q: PartitionQueue, error: Exception) -> None:
         # Its batches can never be sent: the sender fails them (take_unsendable), and

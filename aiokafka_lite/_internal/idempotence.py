@@ -28,6 +28,8 @@ with an error that says so.
 
 from __future__ import annotations
 
+from collections.abc import KeysView
+
 from ..structs import TopicPartition
 
 __all__ = ["MAX_PRODUCER_EPOCH", "NO_PRODUCER_EPOCH", "NO_PRODUCER_ID", "IdempotenceState"]
@@ -114,6 +116,18 @@ class IdempotenceState:
         # Acks arrive in order per partition, except a late duplicate: keep the max.
         if previous is None or _after(last, previous):
             self._last_acked[tp] = last
+
+    @property
+    def acknowledged_partitions(self) -> KeysView[TopicPartition]:
+        """The partitions where a batch of the current producer id and epoch was
+        acknowledged: a live view, emptied by every new id or epoch.
+
+        Elsewhere the broker may hold no state for this producer, and Kafka then writes
+        a batch whatever its first sequence number: a second batch that overtook a
+        refused first one would be written first, and the first could never follow
+        (OUT_OF_ORDER_SEQUENCE_NUMBER), as a topic that is still being created refuses
+        it. So such a partition has one batch in flight (the accumulator's rule)."""
+        return self._last_acked.keys()
 
     def is_next_expected(self, tp: TopicPartition, base_sequence: int) -> bool:
         """Is this batch the one the broker should write next (nothing before it pending)?"""

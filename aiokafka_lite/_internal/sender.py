@@ -84,6 +84,8 @@ class Sender:
         self._on_fatal = on_fatal
         self._tasks = tasks
         self._idem = IdempotenceState() if config.enable_idempotence else None
+        if self._idem is not None:
+            accumulator.sequenced = self._idem.acknowledged_partitions
         self.transactions: TransactionManager | None = None
         if config.transactional_id is not None and self._idem is not None:
             self.transactions = TransactionManager(

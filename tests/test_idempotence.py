@@ -9,27 +9,39 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from conftest import TopicFactory
 from faultproxy import FaultProxy
+from kafka.record.default_records import (  # type: ignore[import-untyped]
+    DefaultRecordBatchBuilder,
+)
 from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
+from readers import read_all_confluent
 from scripted_broker import ReceivedRequest, answer
 from scripted_cluster import INIT_PRODUCER_ID, PRODUCE, LogCluster
 from test_faults_checks import check_fault_outcome, confluent_reader, value
 from txnlog import read_log_async
 
 from aiokafka_lite import AIOKafkaProducer, NewTopic, create_topics
+from aiokafka_lite._internal.client import NetworkClient
+from aiokafka_lite._internal.idempotence import IdempotenceState
 from aiokafka_lite._internal.protocol.produce import (
+    PartitionProduceData,
     PartitionProduceResponse,
+    ProduceRequest,
     ProduceResponse,
+    TopicProduceData,
     TopicProduceResponse,
 )
 from aiokafka_lite._internal.protocol.transactions import (
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from aiokafka_lite.config import ProducerConfig
 from aiokafka_lite.embedded import EmbeddedBroker
 from aiokafka_lite.errors import (
     DeliveryOutcomeUnknownError,
@@ -37,6 +49,7 @@ from aiokafka_lite.errors import (
     KafkaTimeoutError,
     PartitionAbortedError,
 )
+from aiokafka_lite.structs import TopicPartition
 
 
 @pytest.fixture
@@ -305,6 +318,44 @@ async def test_producer_id_retries_back_off_exponentially() -> None:
     assert 3 <= asked <= 15, f"{asked} InitProducerId requests in about 2.5 s"
 
 
+class KafkaSequenceCheck:
+    """Apache Kafka's check of an idempotent batch (``ProducerAppendInfo.checkSequence``),
+    per partition and producer id: with no state for the id any first sequence is
+    written; a new epoch of an id it knows only from sequence 0; the same epoch only
+    from the next sequence. The scripted broker's hooks below answer by it."""
+
+    def __init__(self) -> None:
+        self._state: dict[tuple[int, int], tuple[int, int]] = {}  # (partition, id) -> (epoch, last)
+
+    def accepts(self, partition: int, batch: Any) -> bool:
+        known = self._state.get((partition, batch.producer_id))
+        if known is None:
+            return True
+        epoch, last = known
+        if batch.producer_epoch != epoch:
+            return bool(batch.base_sequence == 0)
+        return bool(batch.base_sequence == last + 1)
+
+    def answer(
+        self, cluster: LogCluster, topic: str, pd: Any, batch: Any
+    ) -> PartitionProduceResponse:
+        """Write the partition's batch if Kafka would, else OUT_OF_ORDER_SEQUENCE_NUMBER."""
+        if not self.accepts(pd.index, batch):
+            return PartitionProduceResponse(pd.index, error_code=45)
+        last = batch.base_sequence + batch.last_offset_delta
+        self._state[pd.index, batch.producer_id] = (batch.producer_epoch, last)
+        return PartitionProduceResponse(pd.index, 0, cluster.append(topic, pd))
+
+    def lose(self, partition: int, producer_id: int) -> None:
+        self._state.pop((partition, producer_id), None)
+
+
+def produce_answer(req: ReceivedRequest, results: list[PartitionProduceResponse]) -> Any:
+    (topic,) = req.decode().topic_data
+    response = [TopicProduceResponse(name=topic.name, partition_responses=results)]
+    return answer(req, ProduceResponse(responses=response))
+
+
 async def test_a_partition_sends_one_batch_until_the_broker_knows_the_producer() -> None:
     """Kafka writes the first batch it sees from a producer it holds no state for on a
     partition whatever its first sequence number. A topic just created refuses the
@@ -312,11 +363,11 @@ async def test_a_partition_sends_one_batch_until_the_broker_knows_the_producer()
     batch left meanwhile, it would be written first, with sequence N, and the first
     could never follow (OUT_OF_ORDER_SEQUENCE_NUMBER until it expires), as Apache Kafka
     did to a Spark task writing to a topic that its write created. So a partition has
-    one batch in flight until the broker acknowledged one of the producer's id and
-    epoch. A scripted broker: Kafka refuses a new partition's first batch only in a
-    window of milliseconds. Its hook answers as Kafka's sequence check does."""
+    one batch in flight until the broker acknowledged one of the producer's id. A
+    scripted broker: Kafka refuses a new partition's first batch only in a window of
+    milliseconds. Its hook answers as Kafka's sequence check does."""
     arrived: list[int] = []  # the base sequences of the batches, as they arrive
-    last: dict[int, int] = {}  # producer id -> the last sequence written
+    check = KafkaSequenceCheck()
     refused = False
 
     async def produce(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
@@ -325,20 +376,14 @@ async def test_a_partition_sends_one_batch_until_the_broker_knows_the_producer()
         (topic,) = req.decode().topic_data
         for pd in topic.partition_data:
             batch = MemoryRecords(bytes(pd.records)).next_batch()
-            pid, seq = batch.producer_id, batch.base_sequence
-            arrived.append(seq)
+            arrived.append(batch.base_sequence)
             if not refused:  # the leader still loads the new partition's log
                 refused = True
                 await asyncio.sleep(0.3)
                 results.append(PartitionProduceResponse(pd.index, error_code=6))
-            elif pid not in last or seq == last[pid] + 1:  # Kafka: any first sequence
-                offset = cluster.append(topic.name, pd)
-                last[pid] = seq + batch.last_offset_delta
-                results.append(PartitionProduceResponse(pd.index, 0, offset))
             else:
-                results.append(PartitionProduceResponse(pd.index, error_code=45))
-        response = [TopicProduceResponse(name=topic.name, partition_responses=results)]
-        return answer(req, ProduceResponse(responses=response))
+                results.append(check.answer(cluster, topic.name, pd, batch))
+        return produce_answer(req, results)
 
     cluster = LogCluster(topics={"t": 1}, hooks={PRODUCE: produce})
     async with cluster.running() as broker:
@@ -360,3 +405,210 @@ async def test_a_partition_sends_one_batch_until_the_broker_knows_the_producer()
     assert not failed, f"{len(failed)} of 40 failed, e.g. {failed[0]!r}; arrived {arrived}"
     assert arrived[:2] == [0, 0], arrived  # the refused batch, then its retry
     assert [r.value for r in cluster.records()] == [value(i) * 100 for i in range(40)]
+
+
+async def send_and_settle(producer: AIOKafkaProducer, values: list[bytes]) -> list[object]:
+    futures = [await producer.send("t", v, partition=0) for v in values]
+    return await asyncio.gather(*futures, return_exceptions=True)
+
+
+async def test_a_new_epoch_of_a_known_producer_id_keeps_the_partition_pipelined() -> None:
+    """Kafka takes a new epoch of a producer id it knows on a partition only from
+    sequence 0, so there a batch of the new epoch that overtakes a refused first one is
+    refused too (OUT_OF_ORDER_SEQUENCE_NUMBER) and goes again after it: a new epoch need
+    not fall back to one batch in flight. (With transactions v2 every commit or abort
+    starts a new epoch.) A scripted broker answering as Kafka's sequence check does: a
+    batch of another partition is refused for good (INVALID_RECORD), which makes the
+    producer bump its epoch; partition 0's first batch of the new epoch is held 0.3 s,
+    then refused (NOT_LEADER_OR_FOLLOWER)."""
+    arrived: list[tuple[int, int]] = []  # partition 0's (epoch, base sequence), in order
+    check = KafkaSequenceCheck()
+    refused = False
+
+    async def produce(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
+        nonlocal refused
+        results = []
+        (topic,) = req.decode().topic_data
+        for pd in topic.partition_data:
+            batch = MemoryRecords(bytes(pd.records)).next_batch()
+            if pd.index == 1:
+                results.append(PartitionProduceResponse(pd.index, error_code=87))
+                continue
+            arrived.append((batch.producer_epoch, batch.base_sequence))
+            if batch.producer_epoch > 0 and not refused:
+                refused = True
+                await asyncio.sleep(0.3)
+                results.append(PartitionProduceResponse(pd.index, error_code=6))
+            else:
+                results.append(check.answer(cluster, topic.name, pd, batch))
+        return produce_answer(req, results)
+
+    cluster = LogCluster(topics={"t": 2}, hooks={PRODUCE: produce})
+    first = [value(i) * 100 for i in range(10)]
+    burst = [value(i) * 100 for i in range(10, 50)]
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address,
+            max_batch_size=1024,
+            linger_ms=0,
+            retry_backoff_ms=20,
+            request_timeout_ms=1000,
+            delivery_timeout_ms=5000,
+        )
+        await producer.start()
+        try:
+            settled = await send_and_settle(producer, first)
+            assert not [o for o in settled if isinstance(o, BaseException)], settled
+            assert arrived and all(epoch == 0 for epoch, _ in arrived), arrived
+            with pytest.raises(KafkaError, match=r"INVALID_RECORD|InvalidRecord"):
+                await (await producer.send("t", b"refused", partition=1))
+            outcomes = await send_and_settle(producer, burst)
+        finally:
+            await producer.stop()
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    assert not failed, f"{len(failed)} of 40 failed, e.g. {failed[0]!r}; arrived {arrived}"
+    new_epoch = [seq for epoch, seq in arrived if epoch > 0]
+    assert {epoch for epoch, _ in arrived} == {0, 1}, arrived
+    # The refused first batch of the new epoch, then one that left while it was held.
+    assert new_epoch[0] == 0 and new_epoch[1] > 0, new_epoch
+    assert [r.value for r in cluster.records()] == first + burst
+
+
+async def test_a_partition_whose_broker_lost_the_producer_sends_one_batch_again() -> None:
+    """A broker that answers UNKNOWN_PRODUCER_ID no longer holds the producer's state
+    on that partition, so after the new epoch it writes whatever first sequence comes:
+    the partition has one batch in flight again until one is acknowledged, or a batch
+    that overtook a refused first one would be written first and the first never after
+    it. A scripted broker: a real one loses a producer's state after
+    ``producer.id.expiration.ms`` of silence or when retention removes its batches, and
+    Apache Kafka 4.x then writes the batch instead of answering UNKNOWN_PRODUCER_ID.
+    With ``retries=1`` the record the broker answers so fails for good (a retried one
+    would go alone anyway), so the new epoch's first batch is a fresh one."""
+    arrived: list[tuple[int, int]] = []  # (epoch, base sequence), in order
+    check = KafkaSequenceCheck()
+    # 0: healthy; 1: refuse the next batch (NOT_LEADER_OR_FOLLOWER); 2: lose the
+    # producer and say so at its retry; 3: hold, then refuse the new epoch's first batch
+    stage = 0
+
+    async def produce(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
+        nonlocal stage
+        results = []
+        (topic,) = req.decode().topic_data
+        for pd in topic.partition_data:
+            batch = MemoryRecords(bytes(pd.records)).next_batch()
+            arrived.append((batch.producer_epoch, batch.base_sequence))
+            if stage == 1:
+                stage = 2
+                results.append(PartitionProduceResponse(pd.index, error_code=6))
+            elif stage == 2:
+                stage = 3
+                check.lose(pd.index, batch.producer_id)
+                results.append(PartitionProduceResponse(pd.index, error_code=59))
+            elif stage == 3 and batch.producer_epoch > 0:
+                stage = 4
+                await asyncio.sleep(0.3)
+                results.append(PartitionProduceResponse(pd.index, error_code=6))
+            else:
+                results.append(check.answer(cluster, topic.name, pd, batch))
+        return produce_answer(req, results)
+
+    cluster = LogCluster(topics={"t": 1}, hooks={PRODUCE: produce})
+    first = [value(i) * 100 for i in range(10)]
+    burst = [value(i) * 100 for i in range(10, 50)]
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address,
+            max_batch_size=1024,
+            linger_ms=0,
+            retries=1,
+            retry_backoff_ms=20,
+            request_timeout_ms=1000,
+            delivery_timeout_ms=3000,
+        )
+        await producer.start()
+        try:
+            settled = await send_and_settle(producer, first)
+            assert not [o for o in settled if isinstance(o, BaseException)], settled
+            stage = 1
+            with pytest.raises(KafkaError, match=r"UNKNOWN_PRODUCER_ID|UnknownProducerId"):
+                await (await producer.send("t", b"lost", partition=0))
+            outcomes = await send_and_settle(producer, burst)
+        finally:
+            await producer.stop()
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    assert not failed, f"{len(failed)} of 40 failed, e.g. {failed[0]!r}; arrived {arrived}"
+    new_epoch = [seq for epoch, seq in arrived if epoch > 0]
+    assert new_epoch[:2] == [0, 0], new_epoch  # the refused batch, then its retry
+    assert [r.value for r in cluster.records()] == first + burst
+
+
+def test_the_partitions_a_producer_id_is_known_on_outlive_its_epochs() -> None:
+    """``known_partitions`` (the accumulator's one-batch rule) keeps a partition across
+    a new epoch of the same producer id, and empties on a new producer id or ``forget``."""
+    idem = IdempotenceState()
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    idem.set_producer_id(7, 0)
+    idem.acknowledged(tp0, idem.next_sequence(tp0, 3), 3)
+    assert tp0 in idem.known_partitions and tp1 not in idem.known_partitions
+    idem.set_producer_id(7, 1)
+    assert tp0 in idem.known_partitions
+    assert idem.next_sequence(tp0, 1) == 0  # the numbering starts again all the same
+    idem.forget(tp0)
+    assert tp0 not in idem.known_partitions
+    idem.acknowledged(tp0, 0, 1)
+    idem.acknowledged(tp1, idem.next_sequence(tp1, 1), 1)
+    assert set(idem.known_partitions) == {tp0, tp1}
+    idem.set_producer_id(8, 0)
+    assert not idem.known_partitions
+
+
+@pytest.mark.kafka_only("the rule under test is Apache Kafka's own sequence check")
+async def test_kafka_takes_a_new_epoch_of_a_known_producer_only_from_sequence_0(
+    bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    """What the one-batch rule rests on, asked of Apache Kafka with hand-built batches
+    (kafka-python's builder, so not ours): from a producer id it holds no state for on a
+    partition it writes any first sequence, so there a batch must not overtake the first;
+    from a new epoch of an id it knows there, only sequence 0, so a new epoch may keep
+    several batches in flight."""
+    topic = topic_factory(2)
+    client = NetworkClient(ProducerConfig.from_kwargs(bootstrap_servers=bootstrap), lambda: None)
+    try:
+        await client.bootstrap(10)
+        node = next(iter(client.metadata.cluster.nodes))
+        ask = InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
+        )
+        for _ in range(100):  # a fresh node answers COORDINATOR_LOAD_IN_PROGRESS at first
+            given = await client.request(node, ask)
+            if given.error_code != 14:
+                break
+            await asyncio.sleep(0.1)
+        assert given.error_code == 0, given
+        pid, epoch = given.producer_id, given.producer_epoch
+
+        async def produce(partition: int, epoch: int, sequence: int) -> int:
+            builder = DefaultRecordBatchBuilder(2, 0, 0, pid, epoch, sequence, 1 << 20)
+            builder.append(0, int(time.time() * 1000), None, b"%d/%d" % (epoch, sequence), [])
+            data = PartitionProduceData(index=partition, records=bytes(builder.build()))
+            request = ProduceRequest(
+                acks=-1,
+                timeout_ms=10_000,
+                topic_data=[TopicProduceData(name=topic, partition_data=[data])],
+            )
+            response = await client.request(node, request)
+            ((answer,),) = [t.partition_responses for t in response.responses]
+            return int(answer.error_code)
+
+        assert await produce(0, epoch, 0) == 0
+        assert await produce(0, epoch + 1, 5) == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert await produce(0, epoch + 1, 0) == 0
+        assert await produce(1, epoch + 1, 5) == 0  # an unknown producer: any sequence
+    finally:
+        await client.close()
+    read = read_all_confluent(bootstrap, topic, expected=3)
+    assert sorted((r.partition, r.value) for r in read) == [
+        (0, b"%d/0" % epoch),
+        (0, b"%d/0" % (epoch + 1)),
+        (1, b"%d/5" % (epoch + 1)),
+    ]

@@ -22,10 +22,10 @@ its base class, :class:`~aiokafka_lite._internal.appender.RecordAppender`.
 * Only partitions holding batches are visited by :meth:`ready`, so its cost
   follows the data buffered, not the number of topics or partitions known.
 * A partition has at most ``max_in_flight_per_partition`` batches in flight, and one
-  until the broker acknowledged a batch of the idempotent producer's current id and
-  epoch there (:attr:`sequenced`): Kafka writes the first batch it sees from a producer
-  it holds no state for whatever its sequence number, so a second batch must not
-  overtake a first one that is refused.
+  until the broker acknowledged a batch of the idempotent producer's id there
+  (:attr:`sequenced`): Kafka writes the first batch it sees from a producer it holds
+  no state for whatever its sequence number, so a second batch must not overtake a
+  first one that is refused.
 """
 
 from __future__ import annotations
@@ -99,8 +99,8 @@ class RecordAccumulator(RecordAppender):
         self._delivery_timeout = delivery_timeout_ms / 1000
         self._max_in_flight = max_in_flight_per_partition
         #: With idempotence, the partitions where the broker acknowledged a batch of
-        #: the producer's current id and epoch (``IdempotenceState.acknowledged_partitions``);
-        #: any other has one batch in flight, so that its first batch is written first.
+        #: the producer's id (``IdempotenceState.known_partitions``); any other has one
+        #: batch in flight, so that its first batch is written first.
         self.sequenced: Container[TopicPartition] = _EVERY_PARTITION
         self.hand_over_slice = min(self._linger, HAND_OVER_SLICE)
         self._unsendable: list[tuple[ProducerBatch, Exception]] = []

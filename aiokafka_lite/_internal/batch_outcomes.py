@@ -281,8 +281,10 @@ class BatchOutcomes:
             self._requeue_or_fail(batch, error, now)
             return
         # The broker lost our producer state, or has a gap we cannot explain:
-        # start a new epoch once nothing is in flight, then number afresh.
+        # start a new epoch once nothing is in flight, then number afresh, one batch
+        # in flight on this partition until the broker knows the producer again.
         self._idem.bump_needed = True
+        self._idem.forget(batch.queue.tp)
         if self._txn is not None:
             # In a transaction the gap spoils it: it must be aborted, and the
             # abort starts the new epoch.

@@ -28,7 +28,7 @@ with an error that says so.
 
 from __future__ import annotations
 
-from collections.abc import KeysView
+from collections.abc import Set as AbstractSet
 
 from ..structs import TopicPartition
 
@@ -42,6 +42,7 @@ _SEQUENCE_WRAP = 1 << 31  # sequences are int32 and wrap to 0, as in Java
 
 class IdempotenceState:
     __slots__ = (
+        "_known",
         "_last_acked",
         "_next_sequence",
         "bump_needed",
@@ -61,6 +62,8 @@ class IdempotenceState:
         self.local_bumps = True
         self._next_sequence: dict[TopicPartition, int] = {}
         self._last_acked: dict[TopicPartition, int] = {}
+        #: Partitions where a batch of this producer id (any epoch) was acknowledged.
+        self._known: set[TopicPartition] = set()
 
     @property
     def has_producer_id(self) -> bool:
@@ -68,6 +71,8 @@ class IdempotenceState:
 
     def set_producer_id(self, producer_id: int, epoch: int) -> None:
         """A new id or epoch: every partition's numbering starts again at 0."""
+        if producer_id != self.producer_id:
+            self._known.clear()
         self.producer_id = producer_id
         self.epoch = epoch
         self.bump_needed = False
@@ -114,20 +119,30 @@ class IdempotenceState:
         last = (base_sequence + count - 1) % _SEQUENCE_WRAP
         previous = self._last_acked.get(tp)
         # Acks arrive in order per partition, except a late duplicate: keep the max.
-        if previous is None or _after(last, previous):
+        if previous is None:
+            self._last_acked[tp] = last
+            self._known.add(tp)
+        elif _after(last, previous):
             self._last_acked[tp] = last
 
     @property
-    def acknowledged_partitions(self) -> KeysView[TopicPartition]:
-        """The partitions where a batch of the current producer id and epoch was
-        acknowledged: a live view, emptied by every new id or epoch.
+    def known_partitions(self) -> AbstractSet[TopicPartition]:
+        """The partitions where a batch of the current producer id, of any epoch, was
+        acknowledged: a live view, emptied by a new producer id (not by a new epoch).
 
         Elsewhere the broker may hold no state for this producer, and Kafka then writes
         a batch whatever its first sequence number: a second batch that overtook a
         refused first one would be written first, and the first could never follow
         (OUT_OF_ORDER_SEQUENCE_NUMBER), as a topic that is still being created refuses
-        it. So such a partition has one batch in flight (the accumulator's rule)."""
-        return self._last_acked.keys()
+        it. So such a partition has one batch in flight (the accumulator's rule). Where
+        the broker knows the id, it takes a new epoch only from sequence 0, so batches of
+        a new epoch cannot overtake its first one either."""
+        return self._known
+
+    def forget(self, tp: TopicPartition) -> None:
+        """The broker lost (or never had) our state on ``tp``: UNKNOWN_PRODUCER_ID or
+        a gap we cannot explain. One batch in flight there until it knows us again."""
+        self._known.discard(tp)
 
     def is_next_expected(self, tp: TopicPartition, base_sequence: int) -> bool:
         """Is this batch the one the broker should write next (nothing before it pending)?"""

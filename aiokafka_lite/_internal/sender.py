@@ -85,7 +85,7 @@ class Sender:
         self._tasks = tasks
         self._idem = IdempotenceState() if config.enable_idempotence else None
         if self._idem is not None:
-            accumulator.sequenced = self._idem.acknowledged_partitions
+            accumulator.sequenced = self._idem.known_partitions
         self.transactions: TransactionManager | None = None
         if config.transactional_id is not None and self._idem is not None:
             self.transactions = TransactionManager(

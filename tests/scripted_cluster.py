@@ -78,7 +78,8 @@ Hook = Callable[[ReceivedRequest, Callable[[], bytes | None]], Any]
 class LogCluster:
     """The script: a healthy one-broker cluster, unless told otherwise.
 
-    ``topics`` maps topic name to partition count. ``topic_errors`` maps a topic
+    ``topics`` maps topic name to partition count, ``topic_ids`` a name to the id
+    Metadata answers (none by default). ``topic_errors`` maps a topic
     name to the error code Metadata answers for it. ``leader`` overrides the
     (host, port) node 1 is advertised at. ``hooks`` maps an API key to
     ``hook(request, healthy) -> reply`` (any scripted-broker reply), so a test can
@@ -87,6 +88,7 @@ class LogCluster:
     """
 
     topics: dict[str, int] = field(default_factory=lambda: {"t": 4})
+    topic_ids: dict[str, bytes] = field(default_factory=dict)  # Metadata v10+ topic ids
     topic_errors: dict[str, int] = field(default_factory=dict)
     leader: tuple[str, int] | None = None
     # Create a topic with a valid name on first request (one partition), answer
@@ -153,6 +155,7 @@ class LogCluster:
                 topics.append(
                     MetadataResponseTopic(
                         name=name,
+                        topic_id=self.topic_ids.get(name, bytes(16)),
                         partitions=[
                             MetadataResponsePartition(
                                 partition_index=p,

@@ -22,7 +22,7 @@ from kafka.record.default_records import (  # type: ignore[import-untyped]
 from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
 from readers import read_all_confluent
 from scripted_broker import ReceivedRequest, answer
-from scripted_cluster import INIT_PRODUCER_ID, PRODUCE, LogCluster
+from scripted_cluster import INIT_PRODUCER_ID, METADATA, PRODUCE, LogCluster
 from test_faults_checks import check_fault_outcome, confluent_reader, value
 from txnlog import read_log_async
 
@@ -542,6 +542,67 @@ async def test_a_partition_whose_broker_lost_the_producer_sends_one_batch_again(
     assert [r.value for r in cluster.records()] == first + burst
 
 
+async def test_a_topic_deleted_and_created_again_sends_one_batch_again() -> None:
+    """A topic deleted and created again has new logs, which know no producer: Kafka
+    writes whatever first sequence comes, so once the producer's metadata names the
+    topic's new id, its partitions have one batch in flight again until one is
+    acknowledged. A scripted broker: Apache Kafka refuses the new partition's first batch
+    only in a window of milliseconds; here it is held 0.3 s, then refused."""
+    arrived: list[tuple[bool, int]] = []  # (after the new id?, base sequence), in order
+    producer_ids: set[int] = set()
+    check = KafkaSequenceCheck()
+    recreated = refused = False
+
+    async def produce(req: ReceivedRequest, healthy: Callable[[], bytes | None]) -> Any:
+        nonlocal refused
+        results = []
+        (topic,) = req.decode().topic_data
+        for pd in topic.partition_data:
+            batch = MemoryRecords(bytes(pd.records)).next_batch()
+            arrived.append((recreated, batch.base_sequence))
+            producer_ids.add(batch.producer_id)
+            if recreated and not refused:  # the new leader still loads the new log
+                refused = True
+                await asyncio.sleep(0.3)
+                results.append(PartitionProduceResponse(pd.index, error_code=6))
+            else:
+                results.append(check.answer(cluster, topic.name, pd, batch))
+        return produce_answer(req, results)
+
+    cluster = LogCluster(topics={"t": 1}, topic_ids={"t": b"A" * 16}, hooks={PRODUCE: produce})
+    first = [value(i) * 100 for i in range(10)]
+    burst = [value(i) * 100 for i in range(10, 50)]
+    async with cluster.running() as broker:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.address,
+            max_batch_size=1024,
+            linger_ms=0,
+            retry_backoff_ms=20,
+            request_timeout_ms=1000,
+            delivery_timeout_ms=3000,
+            metadata_max_age_ms=100,
+        )
+        await producer.start()
+        try:
+            settled = await send_and_settle(producer, first)
+            assert not [o for o in settled if isinstance(o, BaseException)], settled
+            # Deleted and created again: a new id, and a log that knows no producer.
+            cluster.topic_ids["t"] = b"B" * 16
+            (producer_id,) = producer_ids
+            check.lose(0, producer_id)
+            recreated = True
+            asked = cluster.counts[METADATA]
+            await until(lambda: cluster.counts[METADATA] >= asked + 2, 5, "a metadata refresh")
+            outcomes = await send_and_settle(producer, burst)
+        finally:
+            await producer.stop()
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    assert not failed, f"{len(failed)} of 40 failed, e.g. {failed[0]!r}; arrived {arrived}"
+    after = [seq for new_id, seq in arrived if new_id]
+    assert after[:2] == [after[0], after[0]], arrived  # the refused batch, then its retry
+    assert [r.value for r in cluster.records()] == first + burst
+
+
 def test_the_partitions_a_producer_id_is_known_on_outlive_its_epochs() -> None:
     """``known_partitions`` (the accumulator's one-batch rule) keeps a partition across
     a new epoch of the same producer id, and empties on a new producer id or ``forget``."""
@@ -558,6 +619,10 @@ def test_the_partitions_a_producer_id_is_known_on_outlive_its_epochs() -> None:
     idem.acknowledged(tp0, 0, 1)
     idem.acknowledged(tp1, idem.next_sequence(tp1, 1), 1)
     assert set(idem.known_partitions) == {tp0, tp1}
+    idem.forget_topic("t")  # deleted and created again
+    assert not idem.known_partitions
+    idem.acknowledged(tp1, idem.next_sequence(tp1, 1), 1)  # an ack: known again
+    assert set(idem.known_partitions) == {tp1}
     idem.set_producer_id(8, 0)
     assert not idem.known_partitions
 

@@ -599,3 +599,26 @@ async def test_send_for_a_topic_that_never_appears_fails_after_max_block_ms(
         assert producer._client.metadata.version > version
         # The failure was that send's alone: the producer still sends to a known topic.
         assert (await producer.send_and_wait("exists", b"v")).offset == 0
+
+
+def test_a_topic_deleted_and_created_again_is_reported_once() -> None:
+    """``on_topic_recreated`` (the idempotent producer forgets which partitions know it)
+    hears of a topic in use whose id changed, also across answers that left it out (the
+    topic deleted, not created again yet); an unused topic's id is not kept."""
+    md = _metadata()
+    recreated: list[str] = []
+    md.on_topic_recreated = recreated.append
+    md.add_topic("t")
+    node = Node(1, "h1", 9091)
+
+    def answer(ids: dict[str, bytes]) -> Cluster:
+        parts = [PartitionInfo(t, 0, 1, 0, (1,), (1,), ()) for t in ids]
+        return Cluster([node], parts, topic_ids=ids)
+
+    md.update(answer({"t": b"A" * 16, "other": b"O" * 16}), 1.0)
+    md.update(answer({"t": b"A" * 16, "other": b"P" * 16}), 2.0)
+    assert recreated == []  # same id for t; "other" is not in use
+    md.update(answer({}), 3.0)  # deleted
+    md.update(answer({"t": b"B" * 16}), 4.0)
+    md.update(answer({"t": b"B" * 16}), 5.0)
+    assert recreated == ["t"]

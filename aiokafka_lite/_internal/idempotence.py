@@ -117,12 +117,10 @@ class IdempotenceState:
     def acknowledged(self, tp: TopicPartition, base_sequence: int, count: int) -> None:
         self.local_epoch = False  # the broker took the epoch
         last = (base_sequence + count - 1) % _SEQUENCE_WRAP
+        self._known.add(tp)  # the broker wrote a batch of ours: it knows the producer
         previous = self._last_acked.get(tp)
         # Acks arrive in order per partition, except a late duplicate: keep the max.
-        if previous is None:
-            self._last_acked[tp] = last
-            self._known.add(tp)
-        elif _after(last, previous):
+        if previous is None or _after(last, previous):
             self._last_acked[tp] = last
 
     @property
@@ -136,13 +134,20 @@ class IdempotenceState:
         (OUT_OF_ORDER_SEQUENCE_NUMBER), as a topic that is still being created refuses
         it. So such a partition has one batch in flight (the accumulator's rule). Where
         the broker knows the id, it takes a new epoch only from sequence 0, so batches of
-        a new epoch cannot overtake its first one either."""
+        a new epoch cannot overtake its first one either. A partition is forgotten where
+        the broker says it lost our state (:meth:`forget`) and when its topic is deleted
+        and created again (:meth:`forget_topic`); a broker that drops the state of an
+        idle producer silently (``producer.id.expiration.ms``) cannot be noticed."""
         return self._known
 
     def forget(self, tp: TopicPartition) -> None:
         """The broker lost (or never had) our state on ``tp``: UNKNOWN_PRODUCER_ID or
         a gap we cannot explain. One batch in flight there until it knows us again."""
         self._known.discard(tp)
+
+    def forget_topic(self, topic: str) -> None:
+        """``topic`` was deleted and created again: its partitions know no producer."""
+        self._known.difference_update([tp for tp in self._known if tp.topic == topic])
 
     def is_next_expected(self, tp: TopicPartition, base_sequence: int) -> bool:
         """Is this batch the one the broker should write next (nothing before it pending)?"""

@@ -64,6 +64,11 @@ class Metadata:
         self._updated = asyncio.Condition()
         self._closed: BaseException | None = None  # set once the producer is closing
         self.last_error: BaseException | None = None
+        # The last topic id seen for each topic in use, kept across answers that leave
+        # the topic out (deleted, not created again yet), so that a topic deleted and
+        # created again is noticed; ``on_topic_recreated`` is told its name.
+        self._topic_ids: dict[str, bytes] = {}
+        self.on_topic_recreated: Callable[[str], None] | None = None
 
     # -- topics in use -------------------------------------------------------
 
@@ -81,6 +86,7 @@ class Metadata:
         idle = [t for t, used in self._topics.items() if now - used > self._topic_idle]
         for t in idle:
             del self._topics[t]
+            self._topic_ids.pop(t, None)
         return list(self._topics)
 
     # -- aiokafka's read API (frameworks call producer._metadata's) ------------
@@ -122,6 +128,7 @@ class Metadata:
         self.last_error = None
         self._failures = 0
         self._retry_backoff = self._backoff_ms[0] / 1000
+        self._note_topic_ids(cluster)
         for topic, code in cluster.topic_errors.items():
             if code == INVALID_TOPIC_EXCEPTION and self._topics.pop(topic, None) is not None:
                 # The name itself is refused: no later answer will differ, so stop
@@ -131,6 +138,18 @@ class Metadata:
         # yet, leader election in progress) need another look soon.
         self.need_update = any(t not in cluster.partitions_by_topic for t in self._topics)
         self._notify()
+
+    def _note_topic_ids(self, cluster: Cluster) -> None:
+        """Tell ``on_topic_recreated`` of each topic whose id changed (deleted and
+        created again: its partitions are new logs, which know no producer)."""
+        for topic, topic_id in cluster.topic_ids.items():
+            seen = self._topic_ids.get(topic)
+            if seen == topic_id or (seen is None and topic not in self._topics):
+                continue
+            self._topic_ids[topic] = topic_id
+            if seen is not None and self.on_topic_recreated is not None:
+                log.info("topic %r was deleted and created again (new topic id)", topic)
+                self.on_topic_recreated(topic)
 
     def _keep_newer_leaders(self, new: Cluster) -> Cluster:
         """``new``, except that no partition goes back to an older leader epoch.

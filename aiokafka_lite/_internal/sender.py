@@ -86,6 +86,7 @@ class Sender:
         self._idem = IdempotenceState() if config.enable_idempotence else None
         if self._idem is not None:
             accumulator.sequenced = self._idem.known_partitions
+            client.metadata.on_topic_recreated = self._idem.forget_topic
         self.transactions: TransactionManager | None = None
         if config.transactional_id is not None and self._idem is not None:
             self.transactions = TransactionManager(

@@ -14,6 +14,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError as CkError
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic as CkNewTopic
 from conftest import TopicFactory
 from faultproxy import FaultProxy
 from kafka.record.default_records import (  # type: ignore[import-untyped]
@@ -677,3 +681,44 @@ async def test_kafka_takes_a_new_epoch_of_a_known_producer_only_from_sequence_0(
         (0, b"%d/0" % (epoch + 1)),
         (1, b"%d/5" % (epoch + 1)),
     ]
+
+
+async def test_a_topic_deleted_and_created_again_takes_the_producers_next_records(
+    bootstrap: str, broker_name: str, topic_factory: TopicFactory
+) -> None:
+    """A topic deleted and created again under the same name while an idempotent
+    producer writes to it: the new topic's logs know no producer (Apache Kafka takes its
+    next sequence numbers as they come; Tansu refuses any but 0, so the producer starts a
+    new epoch). Every record sent after the new topic is in the producer's metadata is
+    delivered, exactly once and in order, read back by confluent-kafka."""
+    topic = topic_factory(1)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    async with AIOKafkaProducer(
+        bootstrap_servers=bootstrap, max_batch_size=1024, linger_ms=0, metadata_max_age_ms=200
+    ) as producer:
+        for round_ in range(3):
+            if round_:
+                await asyncio.to_thread(_delete_and_create_again, admin, topic)
+                await asyncio.sleep(1)  # past two metadata refreshes
+            values = [b"%d-%d" % (round_, i) + b"x" * 200 for i in range(200)]
+            futures = [await producer.send(topic, v, partition=0) for v in values]
+            outcomes = await asyncio.gather(*futures, return_exceptions=True)
+            failed = [o for o in outcomes if isinstance(o, BaseException)]
+            assert not failed, f"{broker_name}, round {round_}: {len(failed)} failed: {failed[0]!r}"
+    read = await asyncio.to_thread(read_all_confluent, bootstrap, topic, 200)
+    assert [r.value for r in read] == values  # the last round's records, once, in order
+
+
+def _delete_and_create_again(admin: AdminClient, topic: str) -> None:
+    admin.delete_topics([topic])[topic].result(15)
+    deadline = time.monotonic() + 30
+    while True:  # Apache Kafka refuses the name until the deletion is done
+        try:
+            admin.create_topics([CkNewTopic(topic, 1, 1)])[topic].result(15)
+            return
+        except KafkaException as e:
+            if e.args[0].code() == CkError.TOPIC_ALREADY_EXISTS:
+                return  # the producer's metadata request created it again (auto-create)
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)

@@ -25,7 +25,7 @@ from kafka.record.default_records import (  # type: ignore[import-untyped]
 )
 from kafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped]
 from readers import read_all_confluent
-from scripted_broker import ReceivedRequest, answer
+from scripted_broker import ReceivedRequest, ScriptedBroker, answer
 from scripted_cluster import INIT_PRODUCER_ID, METADATA, PRODUCE, LogCluster
 from test_faults_checks import check_fault_outcome, confluent_reader, value
 from txnlog import read_log_async
@@ -354,6 +354,42 @@ class KafkaSequenceCheck:
         self._state.pop((partition, producer_id), None)
 
 
+FIRST = [value(i) * 100 for i in range(10)]  # acknowledged before the event under test
+BURST = [value(i) * 100 for i in range(10, 50)]  # 8 batches of burst_producer's size
+
+
+def burst_producer(broker: ScriptedBroker, **settings: Any) -> AIOKafkaProducer:
+    """A producer whose sends of ``BURST`` fill 1 KiB batches that leave at once
+    (no linger), with quick retries and a short delivery timeout."""
+    settings.setdefault("delivery_timeout_ms", 3000)
+    return AIOKafkaProducer(
+        bootstrap_servers=broker.address,
+        max_batch_size=1024,
+        linger_ms=0,
+        retry_backoff_ms=20,
+        request_timeout_ms=1000,
+        **settings,
+    )
+
+
+async def send_and_settle(
+    producer: AIOKafkaProducer, values: list[bytes], context: object, topic: str = "t"
+) -> None:
+    """Send ``values`` to partition 0 of ``topic`` and wait until every one is delivered
+    (``context``, such as what the broker saw, explains a failure)."""
+    futures = [await producer.send(topic, v, partition=0) for v in values]
+    outcomes = await asyncio.gather(*futures, return_exceptions=True)
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    assert not failed, f"{len(failed)} of {len(values)} failed, e.g. {failed[0]!r}; {context}"
+
+
+async def held_then_refused(partition: int) -> PartitionProduceResponse:
+    """As a leader that still loads a new log: answered 0.3 s late, with
+    NOT_LEADER_OR_FOLLOWER, so that the batches sent meanwhile are already on their way."""
+    await asyncio.sleep(0.3)
+    return PartitionProduceResponse(partition, error_code=6)
+
+
 def produce_answer(req: ReceivedRequest, results: list[PartitionProduceResponse]) -> Any:
     (topic,) = req.decode().topic_data
     response = [TopicProduceResponse(name=topic.name, partition_responses=results)]
@@ -383,37 +419,21 @@ async def test_a_partition_sends_one_batch_until_the_broker_knows_the_producer()
             arrived.append(batch.base_sequence)
             if not refused:  # the leader still loads the new partition's log
                 refused = True
-                await asyncio.sleep(0.3)
-                results.append(PartitionProduceResponse(pd.index, error_code=6))
+                results.append(await held_then_refused(pd.index))
             else:
                 results.append(check.answer(cluster, topic.name, pd, batch))
         return produce_answer(req, results)
 
     cluster = LogCluster(topics={"t": 1}, hooks={PRODUCE: produce})
     async with cluster.running() as broker:
-        producer = AIOKafkaProducer(
-            bootstrap_servers=broker.address,
-            max_batch_size=1024,
-            linger_ms=0,
-            retry_backoff_ms=20,
-            request_timeout_ms=1000,
-            delivery_timeout_ms=3000,
-        )
+        producer = burst_producer(broker)
         await producer.start()
         try:
-            futures = [await producer.send("t", value(i) * 100, partition=0) for i in range(40)]
-            outcomes = await asyncio.gather(*futures, return_exceptions=True)
+            await send_and_settle(producer, BURST, arrived)
         finally:
             await producer.stop()
-    failed = [o for o in outcomes if isinstance(o, BaseException)]
-    assert not failed, f"{len(failed)} of 40 failed, e.g. {failed[0]!r}; arrived {arrived}"
     assert arrived[:2] == [0, 0], arrived  # the refused batch, then its retry
-    assert [r.value for r in cluster.records()] == [value(i) * 100 for i in range(40)]
-
-
-async def send_and_settle(producer: AIOKafkaProducer, values: list[bytes]) -> list[object]:
-    futures = [await producer.send("t", v, partition=0) for v in values]
-    return await asyncio.gather(*futures, return_exceptions=True)
+    assert [r.value for r in cluster.records()] == BURST
 
 
 async def test_a_new_epoch_of_a_known_producer_id_keeps_the_partition_pipelined() -> None:
@@ -441,41 +461,28 @@ async def test_a_new_epoch_of_a_known_producer_id_keeps_the_partition_pipelined(
             arrived.append((batch.producer_epoch, batch.base_sequence))
             if batch.producer_epoch > 0 and not refused:
                 refused = True
-                await asyncio.sleep(0.3)
-                results.append(PartitionProduceResponse(pd.index, error_code=6))
+                results.append(await held_then_refused(pd.index))
             else:
                 results.append(check.answer(cluster, topic.name, pd, batch))
         return produce_answer(req, results)
 
     cluster = LogCluster(topics={"t": 2}, hooks={PRODUCE: produce})
-    first = [value(i) * 100 for i in range(10)]
-    burst = [value(i) * 100 for i in range(10, 50)]
     async with cluster.running() as broker:
-        producer = AIOKafkaProducer(
-            bootstrap_servers=broker.address,
-            max_batch_size=1024,
-            linger_ms=0,
-            retry_backoff_ms=20,
-            request_timeout_ms=1000,
-            delivery_timeout_ms=5000,
-        )
+        producer = burst_producer(broker, delivery_timeout_ms=5000)
         await producer.start()
         try:
-            settled = await send_and_settle(producer, first)
-            assert not [o for o in settled if isinstance(o, BaseException)], settled
+            await send_and_settle(producer, FIRST, arrived)
             assert arrived and all(epoch == 0 for epoch, _ in arrived), arrived
             with pytest.raises(KafkaError, match=r"INVALID_RECORD|InvalidRecord"):
                 await (await producer.send("t", b"refused", partition=1))
-            outcomes = await send_and_settle(producer, burst)
+            await send_and_settle(producer, BURST, arrived)
         finally:
             await producer.stop()
-    failed = [o for o in outcomes if isinstance(o, BaseException)]
-    assert not failed, f"{len(failed)} of 40 failed, e.g. {failed[0]!r}; arrived {arrived}"
     new_epoch = [seq for epoch, seq in arrived if epoch > 0]
     assert {epoch for epoch, _ in arrived} == {0, 1}, arrived
     # The refused first batch of the new epoch, then one that left while it was held.
     assert new_epoch[0] == 0 and new_epoch[1] > 0, new_epoch
-    assert [r.value for r in cluster.records()] == first + burst
+    assert [r.value for r in cluster.records()] == FIRST + BURST
 
 
 async def test_a_partition_whose_broker_lost_the_producer_sends_one_batch_again() -> None:
@@ -484,8 +491,8 @@ async def test_a_partition_whose_broker_lost_the_producer_sends_one_batch_again(
     the partition has one batch in flight again until one is acknowledged, or a batch
     that overtook a refused first one would be written first and the first never after
     it. A scripted broker: a real one loses a producer's state after
-    ``producer.id.expiration.ms`` of silence or when retention removes its batches, and
-    Apache Kafka 4.x then writes the batch instead of answering UNKNOWN_PRODUCER_ID.
+    ``producer.id.expiration.ms`` of silence, and Apache Kafka 4.x then writes the batch
+    instead of answering UNKNOWN_PRODUCER_ID.
     With ``retries=1`` the record the broker answers so fails for good (a retried one
     would go alone anyway), so the new epoch's first batch is a fresh one."""
     arrived: list[tuple[int, int]] = []  # (epoch, base sequence), in order
@@ -510,40 +517,26 @@ async def test_a_partition_whose_broker_lost_the_producer_sends_one_batch_again(
                 results.append(PartitionProduceResponse(pd.index, error_code=59))
             elif stage == 3 and batch.producer_epoch > 0:
                 stage = 4
-                await asyncio.sleep(0.3)
-                results.append(PartitionProduceResponse(pd.index, error_code=6))
+                results.append(await held_then_refused(pd.index))
             else:
                 results.append(check.answer(cluster, topic.name, pd, batch))
         return produce_answer(req, results)
 
     cluster = LogCluster(topics={"t": 1}, hooks={PRODUCE: produce})
-    first = [value(i) * 100 for i in range(10)]
-    burst = [value(i) * 100 for i in range(10, 50)]
     async with cluster.running() as broker:
-        producer = AIOKafkaProducer(
-            bootstrap_servers=broker.address,
-            max_batch_size=1024,
-            linger_ms=0,
-            retries=1,
-            retry_backoff_ms=20,
-            request_timeout_ms=1000,
-            delivery_timeout_ms=3000,
-        )
+        producer = burst_producer(broker, retries=1)
         await producer.start()
         try:
-            settled = await send_and_settle(producer, first)
-            assert not [o for o in settled if isinstance(o, BaseException)], settled
+            await send_and_settle(producer, FIRST, arrived)
             stage = 1
             with pytest.raises(KafkaError, match=r"UNKNOWN_PRODUCER_ID|UnknownProducerId"):
                 await (await producer.send("t", b"lost", partition=0))
-            outcomes = await send_and_settle(producer, burst)
+            await send_and_settle(producer, BURST, arrived)
         finally:
             await producer.stop()
-    failed = [o for o in outcomes if isinstance(o, BaseException)]
-    assert not failed, f"{len(failed)} of 40 failed, e.g. {failed[0]!r}; arrived {arrived}"
     new_epoch = [seq for epoch, seq in arrived if epoch > 0]
     assert new_epoch[:2] == [0, 0], new_epoch  # the refused batch, then its retry
-    assert [r.value for r in cluster.records()] == first + burst
+    assert [r.value for r in cluster.records()] == FIRST + BURST
 
 
 async def test_a_topic_deleted_and_created_again_sends_one_batch_again() -> None:
@@ -567,29 +560,17 @@ async def test_a_topic_deleted_and_created_again_sends_one_batch_again() -> None
             producer_ids.add(batch.producer_id)
             if recreated and not refused:  # the new leader still loads the new log
                 refused = True
-                await asyncio.sleep(0.3)
-                results.append(PartitionProduceResponse(pd.index, error_code=6))
+                results.append(await held_then_refused(pd.index))
             else:
                 results.append(check.answer(cluster, topic.name, pd, batch))
         return produce_answer(req, results)
 
     cluster = LogCluster(topics={"t": 1}, topic_ids={"t": b"A" * 16}, hooks={PRODUCE: produce})
-    first = [value(i) * 100 for i in range(10)]
-    burst = [value(i) * 100 for i in range(10, 50)]
     async with cluster.running() as broker:
-        producer = AIOKafkaProducer(
-            bootstrap_servers=broker.address,
-            max_batch_size=1024,
-            linger_ms=0,
-            retry_backoff_ms=20,
-            request_timeout_ms=1000,
-            delivery_timeout_ms=3000,
-            metadata_max_age_ms=100,
-        )
+        producer = burst_producer(broker, metadata_max_age_ms=100)
         await producer.start()
         try:
-            settled = await send_and_settle(producer, first)
-            assert not [o for o in settled if isinstance(o, BaseException)], settled
+            await send_and_settle(producer, FIRST, arrived)
             # Deleted and created again: a new id, and a log that knows no producer.
             cluster.topic_ids["t"] = b"B" * 16
             (producer_id,) = producer_ids
@@ -597,14 +578,12 @@ async def test_a_topic_deleted_and_created_again_sends_one_batch_again() -> None
             recreated = True
             asked = cluster.counts[METADATA]
             await until(lambda: cluster.counts[METADATA] >= asked + 2, 5, "a metadata refresh")
-            outcomes = await send_and_settle(producer, burst)
+            await send_and_settle(producer, BURST, arrived)
         finally:
             await producer.stop()
-    failed = [o for o in outcomes if isinstance(o, BaseException)]
-    assert not failed, f"{len(failed)} of 40 failed, e.g. {failed[0]!r}; arrived {arrived}"
     after = [seq for new_id, seq in arrived if new_id]
     assert after[:2] == [after[0], after[0]], arrived  # the refused batch, then its retry
-    assert [r.value for r in cluster.records()] == first + burst
+    assert [r.value for r in cluster.records()] == FIRST + BURST
 
 
 def test_the_partitions_a_producer_id_is_known_on_outlive_its_epochs() -> None:
@@ -701,10 +680,7 @@ async def test_a_topic_deleted_and_created_again_takes_the_producers_next_record
                 await asyncio.to_thread(_delete_and_create_again, admin, topic)
                 await asyncio.sleep(1)  # past two metadata refreshes
             values = [b"%d-%d" % (round_, i) + b"x" * 200 for i in range(200)]
-            futures = [await producer.send(topic, v, partition=0) for v in values]
-            outcomes = await asyncio.gather(*futures, return_exceptions=True)
-            failed = [o for o in outcomes if isinstance(o, BaseException)]
-            assert not failed, f"{broker_name}, round {round_}: {len(failed)} failed: {failed[0]!r}"
+            await send_and_settle(producer, values, f"{broker_name}, round {round_}", topic)
     read = await asyncio.to_thread(read_all_confluent, bootstrap, topic, 200)
     assert [r.value for r in read] == values  # the last round's records, once, in order
 
